@@ -1,0 +1,45 @@
+// What a Context keeps between calls: settings, the thread pool and grow-only scratch memory.
+#ifndef LOWBIT_INTERNAL_CONTEXT_STATE_H_
+#define LOWBIT_INTERNAL_CONTEXT_STATE_H_
+
+#include <pthreadpool.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <memory>
+
+#include "internal/blocking.h"
+#include "public/context.h"
+
+namespace lowbit {
+namespace internal {
+
+class ContextState {
+ public:
+  ContextState();
+  ~ContextState();
+
+  int max_num_threads = 1;
+  Kernel kernel = Kernel::kAuto;
+  CacheSizes caches;
+
+  // A pool of max_num_threads threads, created on first use and re-created when the count
+  // changes; null when one thread is asked for.
+  pthreadpool_t ThreadPool();
+
+  // At least `bytes` of 64-byte aligned memory, valid until the next call.
+  void* Scratch(std::size_t bytes);
+
+ private:
+  pthreadpool_t pool_ = nullptr;
+  struct FreeDeleter {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::unique_ptr<void, FreeDeleter> scratch_;
+  std::size_t scratch_bytes_ = 0;
+};
+
+}  // namespace internal
+}  // namespace lowbit
+
+#endif  // LOWBIT_INTERNAL_CONTEXT_STATE_H_

@@ -1,0 +1,63 @@
+// The portable packing routine, generic over the panel width and packed type: the reference
+// kernel's packer, and the fallback any ISA packer is tested against.
+#ifndef LOWBIT_INTERNAL_PACK_H_
+#define LOWBIT_INTERNAL_PACK_H_
+
+#include <cstdint>
+
+#include "internal/kernel.h"
+
+namespace lowbit {
+namespace internal {
+
+template <typename Source>
+inline std::int32_t LoadSource(const MatrixView& source, int row, int col) {
+  const auto* data = static_cast<const Source*>(source.data);
+  return source.order == Order::kRowMajor
+             ? data[static_cast<std::ptrdiff_t>(row) * source.stride + col]
+             : data[row + static_cast<std::ptrdiff_t>(col) * source.stride];
+}
+
+template <typename Packed, typename Source>
+void PackPanels(const MatrixView& source, int panel_width, int depth_group, int value_shift,
+                int start, int count, int depth_start, int depth, Packed* packed,
+                std::int32_t* sums) {
+  const int padded_depth = RoundUp(depth, depth_group);
+  for (int panel_start = 0; panel_start < count; panel_start += panel_width) {
+    for (int group = 0; group < padded_depth; group += depth_group) {
+      for (int i = 0; i < panel_width; ++i) {
+        const int row = panel_start + i;
+        for (int j = 0; j < depth_group; ++j) {
+          const int d = group + j;
+          std::int32_t value = 0;
+          if (row < count && d < depth) {
+            value = LoadSource<Source>(source, start + row, depth_start + d) - value_shift;
+            sums[row] += value;
+          }
+          *packed++ = static_cast<Packed>(value);
+        }
+      }
+    }
+  }
+}
+
+// Packs with the layout of `format` for a panel of `panel_width` rows.
+template <typename Packed>
+void PackWithFormat(const MatrixView& source, const KernelFormat& format, int panel_width,
+                    int start, int count, int depth_start, int depth, void* packed,
+                    std::int32_t* sums) {
+  const int shift = PackedValueShift(format.packed_type, source.type);
+  auto* out = static_cast<Packed*>(packed);
+  if (source.type == ElementType::kUint8) {
+    PackPanels<Packed, std::uint8_t>(source, panel_width, format.depth_group, shift, start, count,
+                                     depth_start, depth, out, sums);
+  } else {
+    PackPanels<Packed, std::int8_t>(source, panel_width, format.depth_group, shift, start, count,
+                                    depth_start, depth, out, sums);
+  }
+}
+
+}  // namespace internal
+}  // namespace lowbit
+
+#endif  // LOWBIT_INTERNAL_PACK_H_

@@ -1,0 +1,146 @@
+// Every check a GEMM call makes before touching memory, with the message naming the argument
+// and its rule. Includes the int32 accumulation bound (doc/design.md, "Largest safe depth").
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <string>
+
+#include "internal/driver.h"
+#include "public/checks.h"
+#include "public/error.h"
+
+namespace lowbit {
+namespace internal {
+
+int ElementSize(ElementType type) {
+  switch (type) {
+    case ElementType::kUint8:
+    case ElementType::kInt8:
+      return 1;
+    case ElementType::kInt16:
+      return 2;
+    case ElementType::kInt32:
+      return 4;
+  }
+  return 1;
+}
+
+namespace {
+
+void CheckMatrix(const std::string& name, const MatrixView& view) {
+  checks::CheckInRange(name + ".rows", view.rows, 0, std::numeric_limits<int>::max());
+  checks::CheckInRange(name + ".cols", view.cols, 0, std::numeric_limits<int>::max());
+  const bool row_major = view.order == Order::kRowMajor;
+  const int line = row_major ? view.cols : view.rows;
+  if (view.stride < line) {
+    throw Error(name + ".stride", std::string("a ") + (row_major ? "row" : "column") +
+                                      "-major matrix needs stride >= its " +
+                                      (row_major ? "number of columns" : "number of rows") + " (" +
+                                      std::to_string(line) + "), got " +
+                                      std::to_string(view.stride));
+  }
+  if (view.data == nullptr && view.rows > 0 && view.cols > 0) {
+    throw Error(name + ".data", "must not be null for a non-empty matrix (" +
+                                    std::to_string(view.rows) + " x " + std::to_string(view.cols) +
+                                    ")");
+  }
+}
+
+void CheckDimension(const std::string& name, int value, const std::string& what, int expected) {
+  if (value != expected) {
+    throw Error(name, "must equal " + what + " (" + std::to_string(expected) + "), got " +
+                          std::to_string(value));
+  }
+}
+
+void CheckOffsets(const std::string& name, const Offsets& offsets, const std::string& per_what,
+                  int expected) {
+  if (!offsets.is_per_channel()) return;
+  if (offsets.size() != expected) {
+    throw Error(name, "a per-channel offset needs one entry per " + per_what + " (" +
+                          std::to_string(expected) + "), got " + std::to_string(offsets.size()));
+  }
+  if (expected > 0 && offsets.per_channel_data() == nullptr) {
+    throw Error(name, "data must not be null for a non-empty vector");
+  }
+}
+
+// The largest |value + offset| over the operand's value range and every offset.
+std::int64_t MaxAbsShiftedValue(ElementType type, const Offsets& offsets, int count) {
+  const std::int64_t min_value = type == ElementType::kUint8 ? 0 : -128;
+  const std::int64_t max_value = type == ElementType::kUint8 ? 255 : 127;
+  std::int64_t min_offset = offsets(0);
+  std::int64_t max_offset = min_offset;
+  if (offsets.is_per_channel()) {
+    for (int i = 1; i < count; ++i) {
+      min_offset = std::min<std::int64_t>(min_offset, offsets(i));
+      max_offset = std::max<std::int64_t>(max_offset, offsets(i));
+    }
+  }
+  return std::max(std::abs(min_value + min_offset), std::abs(max_value + max_offset));
+}
+
+// (byte address of the first element, one past the last) of a non-empty matrix.
+struct Extent {
+  std::uintptr_t begin;
+  std::uintptr_t end;
+};
+Extent ExtentOf(const MatrixView& view) {
+  const bool row_major = view.order == Order::kRowMajor;
+  const std::int64_t lines = row_major ? view.rows : view.cols;
+  const std::int64_t line = row_major ? view.cols : view.rows;
+  const std::int64_t elements = (lines - 1) * view.stride + line;
+  const auto begin = reinterpret_cast<std::uintptr_t>(view.data);
+  return {begin, begin + static_cast<std::uintptr_t>(elements * ElementSize(view.type))};
+}
+
+bool IsEmpty(const MatrixView& view) { return view.rows == 0 || view.cols == 0; }
+
+void CheckNoOverlap(const MatrixView& result, const std::string& input_name,
+                    const MatrixView& input) {
+  if (IsEmpty(result) || IsEmpty(input)) return;
+  const Extent out = ExtentOf(result);
+  const Extent in = ExtentOf(input);
+  if (out.begin < in.end && in.begin < out.end) {
+    throw Error("result", "overlaps " + input_name + "; the result must not alias an input");
+  }
+}
+
+}  // namespace
+
+std::int64_t LargestSafeDepth(const MatrixView& lhs, const MatrixView& rhs,
+                              const Offsets& lhs_offset, const Offsets& rhs_offset) {
+  const std::int64_t max_product = MaxAbsShiftedValue(lhs.type, lhs_offset, lhs.rows) *
+                                   MaxAbsShiftedValue(rhs.type, rhs_offset, rhs.cols);
+  if (max_product == 0) return std::numeric_limits<std::int64_t>::max();
+  return std::numeric_limits<std::int32_t>::max() / max_product;
+}
+
+void ValidateGemmArguments(const Context* context, const MatrixView& lhs, const MatrixView& rhs,
+                           const MatrixView& result, const Offsets& lhs_offset,
+                           const Offsets& rhs_offset) {
+  if (context == nullptr) throw Error("context", "must not be null");
+  CheckMatrix("lhs", lhs);
+  CheckMatrix("rhs", rhs);
+  CheckMatrix("result", result);
+  CheckDimension("rhs.rows", rhs.rows, "lhs.cols, the depth", lhs.cols);
+  CheckDimension("result.rows", result.rows, "lhs.rows", lhs.rows);
+  CheckDimension("result.cols", result.cols, "rhs.cols", rhs.cols);
+  CheckOffsets("lhs_offset", lhs_offset, "lhs row", lhs.rows);
+  CheckOffsets("rhs_offset", rhs_offset, "rhs column", rhs.cols);
+  CheckNoOverlap(result, "lhs", lhs);
+  CheckNoOverlap(result, "rhs", rhs);
+  if (IsEmpty(result)) return;
+  const std::int64_t safe_depth = LargestSafeDepth(lhs, rhs, lhs_offset, rhs_offset);
+  if (lhs.cols > safe_depth) {
+    throw Error("lhs.cols",
+                "the depth " + std::to_string(lhs.cols) +
+                    " can overflow int32 accumulators: with these operand types and offsets the "
+                    "largest |(lhs + lhs_offset) * (rhs + rhs_offset)| allows a depth of at most " +
+                    std::to_string(safe_depth));
+  }
+}
+
+}  // namespace internal
+}  // namespace lowbit

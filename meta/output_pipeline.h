@@ -1,0 +1,64 @@
+// Compile-time fusion of an output pipeline (a std::tuple of stages) into one function applied
+// per accumulator, plus the checks that run on every stage before any work is done.
+#ifndef LOWBIT_META_OUTPUT_PIPELINE_H_
+#define LOWBIT_META_OUTPUT_PIPELINE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace lowbit {
+namespace meta {
+
+// The type a pipeline produces from an int32 accumulator: each stage's Eval return type feeds
+// the next stage. An empty pipeline produces int32.
+template <typename Pipeline, typename Input = std::int32_t>
+struct PipelineOutput;
+template <typename Input>
+struct PipelineOutput<std::tuple<>, Input> {
+  using type = Input;
+};
+template <typename First, typename... Rest, typename Input>
+struct PipelineOutput<std::tuple<First, Rest...>, Input> {
+  using type =
+      typename PipelineOutput<std::tuple<Rest...>, decltype(std::declval<const First&>().Eval(
+                                                       std::declval<Input>(), 0, 0))>::type;
+};
+
+template <std::size_t Index = 0, typename Pipeline, typename Value>
+inline auto EvalPipeline(const Pipeline& pipeline, Value value, int row, int col) {
+  if constexpr (Index == std::tuple_size<Pipeline>::value) {
+    return value;
+  } else {
+    return EvalPipeline<Index + 1>(pipeline, std::get<Index>(pipeline).Eval(value, row, col), row,
+                                   col);
+  }
+}
+
+// Validate is optional for custom stages: a stage without parameters has nothing to check.
+template <typename Stage, typename = void>
+struct HasValidate : std::false_type {};
+template <typename Stage>
+struct HasValidate<Stage, decltype(std::declval<const Stage&>().Validate(
+                              0, 0, std::declval<const std::string&>()))> : std::true_type {};
+
+// Throws lowbit::Error naming "pipeline[i].field" for the first stage whose parameters break
+// its rule for a rows x cols result.
+template <std::size_t Index = 0, typename Pipeline>
+void ValidatePipeline(const Pipeline& pipeline, int rows, int cols) {
+  if constexpr (Index < std::tuple_size<Pipeline>::value) {
+    using Stage = std::tuple_element_t<Index, Pipeline>;
+    if constexpr (HasValidate<Stage>::value) {
+      std::get<Index>(pipeline).Validate(rows, cols, "pipeline[" + std::to_string(Index) + "]");
+    }
+    ValidatePipeline<Index + 1>(pipeline, rows, cols);
+  }
+}
+
+}  // namespace meta
+}  // namespace lowbit
+
+#endif  // LOWBIT_META_OUTPUT_PIPELINE_H_

@@ -1,0 +1,51 @@
+// The Context a caller keeps across GEMM calls: thread count, kernel choice, and the scratch
+// memory and thread pool that are reused from one call to the next.
+#ifndef LOWBIT_PUBLIC_CONTEXT_H_
+#define LOWBIT_PUBLIC_CONTEXT_H_
+
+#include <memory>
+#include <vector>
+
+namespace lowbit {
+
+namespace internal {
+class ContextState;
+}
+
+// Which micro-kernel runs. kAuto takes LOWBIT_KERNEL from the environment when it is set
+// (reference), and otherwise the fastest kernel this CPU supports.
+enum class Kernel { kAuto, kReference };
+
+const char* KernelName(Kernel kernel);
+
+// The kernels this CPU can run (never kAuto), fastest last.
+std::vector<Kernel> AvailableKernels();
+
+class Context {
+ public:
+  Context();
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  // The number of threads a GEMM may use (1 by default). Results are bit-identical for every
+  // thread count. Throws lowbit::Error unless 1 <= threads <= 1024.
+  void set_max_num_threads(int threads);
+  int max_num_threads() const;
+
+  void set_kernel(Kernel kernel);
+  Kernel kernel() const;
+
+  // The kernel a GEMM on this context runs: kernel() with kAuto resolved. Throws lowbit::Error
+  // for an unknown LOWBIT_KERNEL value.
+  Kernel ResolvedKernel() const;
+
+  internal::ContextState& state() { return *state_; }
+
+ private:
+  std::unique_ptr<internal::ContextState> state_;
+};
+
+}  // namespace lowbit
+
+#endif  // LOWBIT_PUBLIC_CONTEXT_H_

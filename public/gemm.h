@@ -1,0 +1,109 @@
+// The GEMM entry points: result = pipeline((lhs + lhs_offset) * (rhs + rhs_offset)), for uint8
+// or int8 operands and uint8, int8, int16 or int32 results (doc/design.md, section 1 of the
+// design brief). Every argument is checked before any result entry is written.
+#ifndef LOWBIT_PUBLIC_GEMM_H_
+#define LOWBIT_PUBLIC_GEMM_H_
+
+#include <cstdint>
+#include <tuple>
+#include <type_traits>
+
+#include "internal/driver.h"
+#include "meta/output_pipeline.h"
+#include "public/context.h"
+#include "public/error.h"
+#include "public/map.h"
+#include "public/output_stages.h"
+
+namespace lowbit {
+
+namespace gemm_detail {
+
+template <typename Scalar>
+constexpr bool kIsOperandScalar = std::is_same<std::remove_const_t<Scalar>, std::uint8_t>::value ||
+                                  std::is_same<std::remove_const_t<Scalar>, std::int8_t>::value;
+
+// Runs the fused pipeline over one block of accumulators and stores the results, walking the
+// block in the result's storage order so that stores are sequential.
+template <typename ResultScalar, typename Pipeline>
+struct ResultWriter {
+  const Pipeline& pipeline;
+  const MatrixMap<ResultScalar>& result;
+
+  static void Consume(const void* closure, const internal::AccumulatorBlock& block) {
+    const auto& self = *static_cast<const ResultWriter*>(closure);
+    if (self.result.order() == Order::kRowMajor) {
+      for (int r = 0; r < block.rows; ++r) {
+        const std::int32_t* acc_row = block.data + static_cast<std::ptrdiff_t>(r) * block.stride;
+        const int row = block.row_start + r;
+        ResultScalar* out = &self.result(row, block.col_start);
+        for (int c = 0; c < block.cols; ++c) {
+          out[c] = meta::EvalPipeline(self.pipeline, acc_row[c], row, block.col_start + c);
+        }
+      }
+    } else {
+      for (int c = 0; c < block.cols; ++c) {
+        const int col = block.col_start + c;
+        ResultScalar* out = &self.result(block.row_start, col);
+        for (int r = 0; r < block.rows; ++r) {
+          out[r] = meta::EvalPipeline(self.pipeline,
+                                      block.data[static_cast<std::ptrdiff_t>(r) * block.stride + c],
+                                      block.row_start + r, col);
+        }
+      }
+    }
+  }
+};
+
+}  // namespace gemm_detail
+
+// result = pipeline((lhs + lhs_offset) * (rhs + rhs_offset)). The offsets are scalars or one
+// value per lhs row / rhs column. Throws lowbit::Error, before writing anything, for bad input.
+template <typename LhsScalar, typename RhsScalar, typename ResultScalar, typename... Stages>
+void GemmWithOutputPipeline(Context* context, const MatrixMap<LhsScalar>& lhs,
+                            const MatrixMap<RhsScalar>& rhs, MatrixMap<ResultScalar>* result,
+                            const Offsets& lhs_offset, const Offsets& rhs_offset,
+                            const std::tuple<Stages...>& pipeline) {
+  static_assert(gemm_detail::kIsOperandScalar<LhsScalar>, "lhs must be uint8_t or int8_t");
+  static_assert(gemm_detail::kIsOperandScalar<RhsScalar>, "rhs must be uint8_t or int8_t");
+  static_assert(!std::is_const<ResultScalar>::value, "the result map must be writable");
+  using PipelineResult = typename meta::PipelineOutput<std::tuple<Stages...>>::type;
+  static_assert(std::is_same<PipelineResult, ResultScalar>::value,
+                "the output pipeline must produce the result's scalar type: end it with a cast "
+                "stage (e.g. OutputStageSaturatingCastToUint8 for a uint8 result), or use an "
+                "int32 result");
+  if (result == nullptr) throw Error("result", "must not be null");
+  const internal::MatrixView result_view = internal::ViewOf(*result);
+  internal::ValidateGemmArguments(context, internal::ViewOf(lhs), internal::ViewOf(rhs),
+                                  result_view, lhs_offset, rhs_offset);
+  meta::ValidatePipeline(pipeline, result->rows(), result->cols());
+  if (result->rows() == 0 || result->cols() == 0) return;
+
+  const gemm_detail::ResultWriter<ResultScalar, std::tuple<Stages...>> writer{pipeline, *result};
+  internal::RunGemm(*context, internal::ViewOf(lhs), internal::ViewOf(rhs), lhs_offset, rhs_offset,
+                    &decltype(writer)::Consume, &writer);
+}
+
+// The int32 accumulators themselves (an empty pipeline).
+template <typename LhsScalar, typename RhsScalar>
+void Gemm(Context* context, const MatrixMap<LhsScalar>& lhs, const MatrixMap<RhsScalar>& rhs,
+          MatrixMap<std::int32_t>* result, const Offsets& lhs_offset, const Offsets& rhs_offset) {
+  GemmWithOutputPipeline(context, lhs, rhs, result, lhs_offset, rhs_offset, std::tuple<>());
+}
+
+// gemmlowp's classic uint8 GEMM: saturate_uint8(((acc + result_offset) * result_mult_int +
+// rounding) >> result_shift).
+template <typename LhsScalar, typename RhsScalar>
+void Gemm(Context* context, const MatrixMap<LhsScalar>& lhs, const MatrixMap<RhsScalar>& rhs,
+          MatrixMap<std::uint8_t>* result, const Offsets& lhs_offset, const Offsets& rhs_offset,
+          std::int32_t result_offset, std::int32_t result_mult_int, int result_shift) {
+  GemmWithOutputPipeline(
+      context, lhs, rhs, result, lhs_offset, rhs_offset,
+      std::make_tuple(
+          OutputStageQuantizeDownInt32ToUint8Scale{result_offset, result_mult_int, result_shift},
+          OutputStageSaturatingCastToUint8{}));
+}
+
+}  // namespace lowbit
+
+#endif  // LOWBIT_PUBLIC_GEMM_H_

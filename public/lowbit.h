@@ -1,0 +1,12 @@
+// Everything a lowbit user includes: maps, context, output stages and the GEMM entry points.
+#ifndef LOWBIT_PUBLIC_LOWBIT_H_
+#define LOWBIT_PUBLIC_LOWBIT_H_
+
+#include "fixedpoint/fixedpoint.h"
+#include "public/context.h"
+#include "public/error.h"
+#include "public/gemm.h"
+#include "public/map.h"
+#include "public/output_stages.h"
+
+#endif  // LOWBIT_PUBLIC_LOWBIT_H_

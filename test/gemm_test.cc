@@ -1,0 +1,366 @@
+// Every GEMM entry point against the plain 64-bit triple loop, bit for bit: all shapes 1..24,
+// odd and prime shapes to ~300, large ones, every storage order, padded strides, scalar and
+// per-channel offsets over their full range, every kernel, thread count and blocking.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "public/lowbit.h"
+#include "test/test_util.h"
+
+namespace lowbit {
+namespace test {
+namespace {
+
+struct Shape {
+  int rows;
+  int depth;
+  int cols;
+};
+
+// One GEMM problem: shape, storage, operand types and offsets, all derived from `seed`.
+struct Problem {
+  Shape shape;
+  Order lhs_order;
+  Order rhs_order;
+  Order result_order;
+  int padding;
+  bool lhs_signed;
+  bool rhs_signed;
+  bool per_channel_offsets;
+  std::uint32_t seed;
+};
+
+Order OrderBit(std::uint32_t bits, int bit) {
+  return (bits >> bit) & 1 ? Order::kColMajor : Order::kRowMajor;
+}
+
+// Storage orders, padding, types and offset kinds cycle with the index, so that a sweep
+// covers every combination many times over.
+Problem MakeProblem(Shape shape, std::uint32_t index) {
+  const std::uint32_t bits = index * 2654435761U >> 7;
+  return Problem{shape,
+                 OrderBit(index, 0),
+                 OrderBit(index, 1),
+                 OrderBit(index, 2),
+                 (bits >> 3) % 3 == 0 ? 3 : 0,
+                 ((bits >> 5) & 1) != 0,
+                 ((bits >> 6) & 1) != 0,
+                 ((bits >> 7) & 1) != 0,
+                 index};
+}
+
+std::vector<std::int32_t> RandomOffsets(int count, std::mt19937& random) {
+  std::uniform_int_distribution<int> offset(-255, 255);
+  std::vector<std::int32_t> offsets(count);
+  for (auto& value : offsets) value = offset(random);
+  return offsets;
+}
+
+// Runs `problem` through GemmWithOutputPipeline with `pipeline` and compares every result entry
+// with the pipeline applied to the 64-bit reference accumulator. The result's padding must
+// keep its old contents.
+template <typename Lhs, typename Rhs, typename Pipeline>
+void CheckProblem(Context* context, const Problem& problem, const Pipeline& pipeline) {
+  using Result = typename meta::PipelineOutput<Pipeline>::type;
+  std::mt19937 random(problem.seed);
+  const Shape& shape = problem.shape;
+  OwnedMatrix<Lhs> lhs(shape.rows, shape.depth, problem.lhs_order, problem.padding, &random);
+  OwnedMatrix<Rhs> rhs(shape.depth, shape.cols, problem.rhs_order, problem.padding, &random);
+  OwnedMatrix<Result> result(shape.rows, shape.cols, problem.result_order, problem.padding,
+                             &random);
+  const std::vector<Result> result_before = result.storage;
+  const std::vector<std::int32_t> lhs_offsets = RandomOffsets(shape.rows, random);
+  const std::vector<std::int32_t> rhs_offsets = RandomOffsets(shape.cols, random);
+  const Offsets lhs_offset =
+      problem.per_channel_offsets
+          ? Offsets(VectorMap<const std::int32_t>(lhs_offsets.data(), shape.rows))
+          : Offsets(lhs_offsets.empty() ? 0 : lhs_offsets[0]);
+  const Offsets rhs_offset =
+      problem.per_channel_offsets
+          ? Offsets(VectorMap<const std::int32_t>(rhs_offsets.data(), shape.cols))
+          : Offsets(rhs_offsets.empty() ? 0 : rhs_offsets[0]);
+
+  GemmWithOutputPipeline(context, lhs.const_map(), rhs.const_map(), &result.map, lhs_offset,
+                         rhs_offset, pipeline);
+
+  const std::vector<std::int64_t> expected_acc =
+      ReferenceAccumulators(lhs.const_map(), rhs.const_map(), lhs_offset, rhs_offset);
+  std::vector<bool> is_entry(result.storage.size(), false);
+  for (int r = 0; r < shape.rows; ++r) {
+    for (int c = 0; c < shape.cols; ++c) {
+      const std::int64_t acc = expected_acc[static_cast<std::size_t>(r) * shape.cols + c];
+      ASSERT_EQ(acc, static_cast<std::int32_t>(acc)) << "reference overflow: a test bug";
+      const Result expected = meta::EvalPipeline(pipeline, static_cast<std::int32_t>(acc), r, c);
+      ASSERT_EQ(result.map(r, c), expected)
+          << "entry (" << r << ", " << c << ") of " << shape.rows << "x" << shape.depth << "x"
+          << shape.cols << ", seed " << problem.seed;
+      is_entry[result.map.offset_of(r, c)] = true;
+    }
+  }
+  for (std::size_t i = 0; i < result.storage.size(); ++i) {
+    if (!is_entry[i]) {
+      ASSERT_EQ(result.storage[i], result_before[i]) << "padding " << i << " written";
+    }
+  }
+}
+
+template <typename Pipeline>
+void CheckProblemAnyTypes(Context* context, const Problem& problem, const Pipeline& pipeline) {
+  if (problem.lhs_signed && problem.rhs_signed) {
+    CheckProblem<std::int8_t, std::int8_t>(context, problem, pipeline);
+  } else if (problem.lhs_signed) {
+    CheckProblem<std::int8_t, std::uint8_t>(context, problem, pipeline);
+  } else if (problem.rhs_signed) {
+    CheckProblem<std::uint8_t, std::int8_t>(context, problem, pipeline);
+  } else {
+    CheckProblem<std::uint8_t, std::uint8_t>(context, problem, pipeline);
+  }
+}
+
+class GemmTest : public testing::TestWithParam<PathSetting> {
+ protected:
+  void SetUp() override { Configure(&context_, GetParam()); }
+  Context context_;
+};
+
+// Small shapes: one thread suffices, they fit one block unless the blocks are tiny.
+class SmallShapeTest : public GemmTest {};
+
+TEST_P(SmallShapeTest, AllShapesUpTo24MatchReference) {
+  std::uint32_t index = 0;
+  for (int rows = 1; rows <= 24; ++rows) {
+    for (int depth = 1; depth <= 24; ++depth) {
+      for (int cols = 1; cols <= 24; ++cols) {
+        CheckProblemAnyTypes(&context_, MakeProblem({rows, depth, cols}, index++), std::tuple<>());
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST_P(SmallShapeTest, EveryStorageOrderAndPaddingMatchReference) {
+  for (const Shape shape : {Shape{1, 1, 1}, Shape{5, 3, 7}, Shape{8, 16, 4}, Shape{17, 23, 19}}) {
+    for (std::uint32_t orders = 0; orders < 8; ++orders) {
+      for (int padding : {0, 1, 5}) {
+        for (std::uint32_t types = 0; types < 8; ++types) {
+          const Problem problem{shape,
+                                OrderBit(orders, 0),
+                                OrderBit(orders, 1),
+                                OrderBit(orders, 2),
+                                padding,
+                                (types & 1) != 0,
+                                (types & 2) != 0,
+                                (types & 4) != 0,
+                                orders * 97 + types * 13 + static_cast<std::uint32_t>(padding)};
+          CheckProblemAnyTypes(&context_, problem, std::tuple<>());
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, SmallShapeTest, testing::ValuesIn(PathSettings({1})),
+                         PathSettingName);
+
+class LargeShapeTest : public GemmTest {};
+
+TEST_P(LargeShapeTest, OddAndPrimeShapesMatchReference) {
+  const int sizes[] = {1, 2, 3, 5, 7, 13, 31, 61, 127, 131, 293};
+  constexpr int kCount = sizeof(sizes) / sizeof(sizes[0]);
+  std::uint32_t index = 0;
+  for (int i = 0; i < kCount; ++i) {
+    for (int j = 0; j < kCount; ++j) {
+      // The depth walks the list against the other two so every size meets every other.
+      const Shape shape{sizes[i], sizes[(i + j) % kCount], sizes[j]};
+      CheckProblemAnyTypes(&context_, MakeProblem(shape, index++), std::tuple<>());
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST_P(LargeShapeTest, LargeShapesMatchReference) {
+  std::uint32_t index = 11;
+  for (const Shape shape : {Shape{256, 256, 256}, Shape{1031, 1237, 17}, Shape{67, 1500, 389}}) {
+    CheckProblemAnyTypes(&context_, MakeProblem(shape, index++), std::tuple<>());
+    if (HasFatalFailure()) return;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, LargeShapeTest, testing::ValuesIn(PathSettings({1, 2, 3})),
+                         PathSettingName);
+
+class PipelineTest : public GemmTest {};
+
+// Multi-stage pipelines into every result type, with per-channel parameters on both axes.
+TEST_P(PipelineTest, PipelinesMatchStagesAppliedToReference) {
+  const Shape shapes[] = {{1, 1, 1}, {7, 29, 13}, {33, 64, 5}, {61, 131, 67}};
+  std::uint32_t index = 3;
+  for (const Shape& shape : shapes) {
+    std::mt19937 random(index);
+    std::uniform_int_distribution<std::int32_t> bias_value(-100000, 100000);
+    std::uniform_int_distribution<std::int32_t> multiplier(1 << 28, 0x7fffffff);
+    std::uniform_int_distribution<std::int32_t> exponent(-12, 2);
+    std::vector<std::int32_t> row_bias(shape.rows), col_bias(shape.cols),
+        row_multipliers(shape.rows), row_exponents(shape.rows), row_shifts(shape.rows),
+        col_offsets(shape.cols), col_mults(shape.cols);
+    for (auto& v : row_bias) v = bias_value(random);
+    for (auto& v : col_bias) v = bias_value(random);
+    for (auto& v : row_multipliers) v = multiplier(random);
+    for (auto& v : row_exponents) v = exponent(random);
+    for (int r = 0; r < shape.rows; ++r) row_shifts[r] = std::abs(row_exponents[r]);
+    for (auto& v : col_offsets) v = bias_value(random);
+    for (auto& v : col_mults) v = multiplier(random) >> 20;
+    const VectorMap<const std::int32_t> row_bias_map(row_bias.data(), shape.rows);
+    const VectorMap<const std::int32_t> col_bias_map(col_bias.data(), shape.cols);
+
+    const auto to_uint8 =
+        std::make_tuple(OutputStageBiasAddition{row_bias_map, ChannelAxis::kRow},
+                        OutputStageQuantizeDownInt32ByFixedPoint{1518500250, 9, 128},
+                        OutputStageSaturatingCastToUint8{});
+    const auto to_int8 = std::make_tuple(
+        OutputStageBiasAddition{col_bias_map, ChannelAxis::kCol},
+        OutputStageScaleInt32ByFixedPointAndExponentPerChannel{
+            VectorMap<const std::int32_t>(row_multipliers.data(), shape.rows),
+            VectorMap<const std::int32_t>(row_exponents.data(), shape.rows), -3, ChannelAxis::kRow},
+        OutputStageClamp{-100, 90}, OutputStageSaturatingCastToInt8{});
+    const auto to_int16 = std::make_tuple(
+        OutputStageQuantizeDownInt32ToUint8ScalePerChannel{
+            VectorMap<const std::int32_t>(col_offsets.data(), shape.cols),
+            VectorMap<const std::int32_t>(col_mults.data(), shape.cols), 13, ChannelAxis::kCol},
+        OutputStageSaturatingCastToInt16{});
+    const auto activations =
+        std::make_tuple(OutputStageShiftByPOT{-6, Rounding::kStochastic, 7},
+                        OutputStageTanh{12, 300}, OutputStageSaturatingCastToInt16{});
+    const auto logistic =
+        std::make_tuple(OutputStageScaleInt32ByFixedPointAndExponent{1 << 30, -4, 0},
+                        OutputStageLogistic{-20, 255}, OutputStageTruncatingCastToUint8{});
+    const auto int32_result = std::make_tuple(
+        OutputStageShiftByPOT{3, Rounding::kNearest, 0},
+        OutputStageQuantizeDownInt32ByFixedPointPerChannel{
+            VectorMap<const std::int32_t>(row_multipliers.data(), shape.rows),
+            VectorMap<const std::int32_t>(row_shifts.data(), shape.rows), 0, ChannelAxis::kRow},
+        OutputStageShiftByPOT{-2, Rounding::kNearest, 0});
+    for (std::uint32_t variant = 0; variant < 8; ++variant) {
+      const Problem problem = MakeProblem(shape, index++);
+      CheckProblemAnyTypes(&context_, problem, to_uint8);
+      CheckProblemAnyTypes(&context_, problem, to_int8);
+      CheckProblemAnyTypes(&context_, problem, to_int16);
+      CheckProblemAnyTypes(&context_, problem, activations);
+      CheckProblemAnyTypes(&context_, problem, logistic);
+      CheckProblemAnyTypes(&context_, problem, int32_result);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, PipelineTest, testing::ValuesIn(PathSettings({1, 2})),
+                         PathSettingName);
+
+// The accumulator bound (doc/design.md): at the largest safe depth, with every product at its
+// extreme, the exact result is within int32 although raw kernel sums wrap many times over.
+TEST(GemmBoundTest, LargestSafeDepthIsExactAtExtremeValues) {
+  struct Extreme {
+    bool lhs_signed;
+    std::int32_t lhs_offset;
+    std::int32_t rhs_offset;
+    std::int64_t safe_depth;
+  };
+  // u8 x u8 without offsets: 255^2 per product; u8 - 128 x u8 - 128: 128^2 per product
+  // (raw sums of 255 * 255 overflow 65 times); s8 x u8 with -127 offset: |-128 - 127| * 255.
+  const Extreme extremes[] = {
+      {false, 0, 0, 33025}, {false, -128, -128, 131071}, {true, -127, 0, 33025}};
+  for (const Extreme& extreme : extremes) {
+    for (Kernel kernel : AvailableKernels()) {
+      Context context;
+      context.set_kernel(kernel);
+      const int depth = static_cast<int>(extreme.safe_depth);
+      const int rows = 3, cols = 2;
+      std::vector<std::uint8_t> lhs_u8(static_cast<std::size_t>(rows) * depth, 255);
+      std::vector<std::int8_t> lhs_s8(static_cast<std::size_t>(rows) * depth, -128);
+      std::vector<std::uint8_t> rhs(static_cast<std::size_t>(depth) * cols, 255);
+      std::vector<std::int32_t> result(rows * cols);
+      MatrixMap<std::int32_t> result_map(result.data(), rows, cols, Order::kRowMajor);
+      const MatrixMap<const std::uint8_t> rhs_map(rhs.data(), depth, cols, Order::kColMajor);
+      std::int64_t expected;
+      if (extreme.lhs_signed) {
+        const MatrixMap<const std::int8_t> lhs_map(lhs_s8.data(), rows, depth, Order::kRowMajor);
+        EXPECT_EQ(internal::LargestSafeDepth(internal::ViewOf(lhs_map), internal::ViewOf(rhs_map),
+                                             extreme.lhs_offset, extreme.rhs_offset),
+                  extreme.safe_depth);
+        Gemm(&context, lhs_map, rhs_map, &result_map, extreme.lhs_offset, extreme.rhs_offset);
+        expected = std::int64_t{depth} * (-128 + extreme.lhs_offset) * (255 + extreme.rhs_offset);
+      } else {
+        const MatrixMap<const std::uint8_t> lhs_map(lhs_u8.data(), rows, depth, Order::kRowMajor);
+        EXPECT_EQ(internal::LargestSafeDepth(internal::ViewOf(lhs_map), internal::ViewOf(rhs_map),
+                                             extreme.lhs_offset, extreme.rhs_offset),
+                  extreme.safe_depth);
+        Gemm(&context, lhs_map, rhs_map, &result_map, extreme.lhs_offset, extreme.rhs_offset);
+        expected = std::int64_t{depth} * (255 + extreme.lhs_offset) * (255 + extreme.rhs_offset);
+      }
+      for (std::int32_t entry : result) ASSERT_EQ(entry, expected) << KernelName(kernel);
+    }
+  }
+}
+
+TEST(GemmEntryPointTest, ClassicUint8GemmMatchesItsPipeline) {
+  std::mt19937 random(5);
+  OwnedMatrix<std::uint8_t> lhs(9, 31, Order::kRowMajor, 0, &random);
+  OwnedMatrix<std::uint8_t> rhs(31, 11, Order::kColMajor, 0, &random);
+  OwnedMatrix<std::uint8_t> classic(9, 11, Order::kColMajor, 0, &random);
+  OwnedMatrix<std::uint8_t> pipelined(9, 11, Order::kColMajor, 0, &random);
+  Context context;
+  Gemm(&context, lhs.const_map(), rhs.const_map(), &classic.map, -75, -91, 127, 3, 14);
+  GemmWithOutputPipeline(&context, lhs.const_map(), rhs.const_map(), &pipelined.map, -75, -91,
+                         std::make_tuple(OutputStageQuantizeDownInt32ToUint8Scale{127, 3, 14},
+                                         OutputStageSaturatingCastToUint8{}));
+  const auto acc = ReferenceAccumulators(lhs.const_map(), rhs.const_map(), -75, -91);
+  for (int r = 0; r < 9; ++r) {
+    for (int c = 0; c < 11; ++c) {
+      const std::int64_t scaled = ((acc[r * 11 + c] + 127) * 3 + (1 << 13)) >> 14;
+      const auto expected =
+          static_cast<std::uint8_t>(std::min<std::int64_t>(std::max<std::int64_t>(scaled, 0), 255));
+      ASSERT_EQ(classic.map(r, c), expected);
+      ASSERT_EQ(pipelined.map(r, c), expected);
+    }
+  }
+}
+
+TEST(GemmEntryPointTest, ZeroDepthGivesThePipelineOfZero) {
+  Context context;
+  std::vector<std::int32_t> result(6, 99);
+  MatrixMap<std::int32_t> result_map(result.data(), 2, 3, Order::kRowMajor);
+  const MatrixMap<const std::uint8_t> lhs(nullptr, 2, 0, Order::kRowMajor);
+  const MatrixMap<const std::uint8_t> rhs(nullptr, 0, 3, Order::kRowMajor);
+  GemmWithOutputPipeline(&context, lhs, rhs, &result_map, 5, 7,
+                         std::make_tuple(OutputStageClamp{4, 10}));
+  for (std::int32_t entry : result) EXPECT_EQ(entry, 4);
+}
+
+TEST(GemmEntryPointTest, EmptyResultWritesNothing) {
+  Context context;
+  std::uint8_t lhs[6] = {1, 2, 3, 4, 5, 6};
+  const MatrixMap<const std::uint8_t> lhs_map(lhs, 2, 3, Order::kRowMajor);
+  const MatrixMap<const std::uint8_t> rhs_map(nullptr, 3, 0, Order::kRowMajor);
+  MatrixMap<std::int32_t> result_map(nullptr, 2, 0, Order::kRowMajor);
+  Gemm(&context, lhs_map, rhs_map, &result_map, 0, 0);
+}
+
+TEST(GemmEntryPointTest, ContextIsReusedAcrossShapesAndSettings) {
+  Context context;
+  std::uint32_t index = 0;
+  for (int threads : {1, 2, 1, 3}) {
+    context.set_max_num_threads(threads);
+    for (const Shape shape : {Shape{200, 100, 300}, Shape{3, 5, 2}, Shape{64, 700, 64}}) {
+      CheckProblemAnyTypes(&context, MakeProblem(shape, index++), std::tuple<>());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace test
+}  // namespace lowbit

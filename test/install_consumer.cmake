@@ -1,0 +1,16 @@
+# Installs the built library into a scratch prefix, then configures, builds and runs
+# examples/consumer against it, as a user's own project would.
+file(REMOVE_RECURSE ${WORK_DIR})
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE result)
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "failed (${result}): ${ARGN}")
+  endif()
+endfunction()
+run(${CMAKE_COMMAND} --install ${LOWBIT_BINARY_DIR} --prefix ${WORK_DIR}/prefix)
+foreach(linkage IN ITEMS shared static)
+  run(${CMAKE_COMMAND} -S ${LOWBIT_SOURCE_DIR}/examples/consumer -B ${WORK_DIR}/build-${linkage}
+      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DLOWBIT_LINKAGE=${linkage})
+  run(${CMAKE_COMMAND} --build ${WORK_DIR}/build-${linkage})
+  run(${WORK_DIR}/build-${linkage}/consumer)
+endforeach()

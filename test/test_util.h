@@ -1,0 +1,100 @@
+// Shared by the suites: random operands in caller-style storage (any order, padded strides),
+// the plain 64-bit triple-loop reference every path must match, and the kernel x thread grid.
+#ifndef LOWBIT_TEST_TEST_UTIL_H_
+#define LOWBIT_TEST_TEST_UTIL_H_
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "internal/context_state.h"
+#include "public/lowbit.h"
+
+namespace lowbit {
+namespace test {
+
+// A matrix with its own storage; the map may have a padded stride, and the padding holds
+// values the GEMM must never read into a result.
+template <typename Scalar>
+struct OwnedMatrix {
+  std::vector<Scalar> storage;
+  MatrixMap<Scalar> map;
+
+  // Every stored value, padding included, is uniform over Scalar's range.
+  OwnedMatrix(int rows, int cols, Order order, int padding, std::mt19937* random)
+      : storage(static_cast<std::size_t>(StrideFor(rows, cols, order, padding)) *
+                    (order == Order::kRowMajor ? rows : cols) +
+                1),
+        map(storage.data(), rows, cols, order, StrideFor(rows, cols, order, padding)) {
+    std::uniform_int_distribution<int> value(std::numeric_limits<Scalar>::min(),
+                                             std::numeric_limits<Scalar>::max());
+    for (auto& entry : storage) entry = static_cast<Scalar>(value(*random));
+  }
+  OwnedMatrix(const OwnedMatrix&) = delete;
+  OwnedMatrix& operator=(const OwnedMatrix&) = delete;
+
+  static int StrideFor(int rows, int cols, Order order, int padding) {
+    return (order == Order::kRowMajor ? cols : rows) + padding;
+  }
+  MatrixMap<const Scalar> const_map() const { return map; }
+};
+
+// acc[r][c] = sum_k (lhs(r,k) + lhs_offset(r)) * (rhs(k,c) + rhs_offset(c)), in int64.
+template <typename Lhs, typename Rhs>
+std::vector<std::int64_t> ReferenceAccumulators(const MatrixMap<Lhs>& lhs,
+                                                const MatrixMap<Rhs>& rhs,
+                                                const Offsets& lhs_offset,
+                                                const Offsets& rhs_offset) {
+  std::vector<std::int64_t> acc(static_cast<std::size_t>(lhs.rows()) * rhs.cols());
+  for (int r = 0; r < lhs.rows(); ++r) {
+    for (int c = 0; c < rhs.cols(); ++c) {
+      std::int64_t sum = 0;
+      for (int k = 0; k < lhs.cols(); ++k) {
+        sum += (static_cast<std::int64_t>(lhs(r, k)) + lhs_offset(r)) *
+               (static_cast<std::int64_t>(rhs(k, c)) + rhs_offset(c));
+      }
+      acc[static_cast<std::size_t>(r) * rhs.cols() + c] = sum;
+    }
+  }
+  return acc;
+}
+
+// A (kernel, thread count, blocking) a GEMM must give the same bits on. Tiny caches force
+// blocks of a few rows, columns and depth values, so that small shapes cross block edges.
+struct PathSetting {
+  Kernel kernel;
+  int threads;
+  bool tiny_blocks;
+};
+inline void Configure(Context* context, const PathSetting& setting) {
+  context->set_kernel(setting.kernel);
+  context->set_max_num_threads(setting.threads);
+  if (setting.tiny_blocks) context->state().caches = internal::CacheSizes{256, 2048};
+}
+inline std::vector<PathSetting> PathSettings(std::initializer_list<int> thread_counts) {
+  std::vector<PathSetting> settings;
+  for (Kernel kernel : AvailableKernels()) {
+    for (int threads : thread_counts) {
+      for (bool tiny_blocks : {false, true}) settings.push_back({kernel, threads, tiny_blocks});
+    }
+  }
+  return settings;
+}
+inline void PrintTo(const PathSetting& setting, std::ostream* out) {
+  *out << KernelName(setting.kernel) << ", " << setting.threads << " threads"
+       << (setting.tiny_blocks ? ", tiny blocks" : "");
+}
+inline std::string PathSettingName(const testing::TestParamInfo<PathSetting>& info) {
+  return std::string(KernelName(info.param.kernel)) + "_threads" +
+         std::to_string(info.param.threads) + (info.param.tiny_blocks ? "_tinyblocks" : "");
+}
+
+}  // namespace test
+}  // namespace lowbit
+
+#endif  // LOWBIT_TEST_TEST_UTIL_H_
