@@ -21,6 +21,7 @@ class ContextState {
 
   int max_num_threads = 1;
   Kernel kernel = Kernel::kAuto;
+  // Detected once; the tests shrink them to force many small blocks on small shapes.
   CacheSizes caches;
 
   // A pool of max_num_threads threads, created on first use and re-created when the count

@@ -105,6 +105,20 @@ std::int32_t EvalOnRealValue(std::int32_t acc, std::int32_t zero, std::int32_t a
   return FixedPoint0ToQuantized(f(x).raw(), zero, amplitude);
 }
 
+// The per-channel fixed-point stages: one non-negative multiplier and one shift (exponent) in
+// [min, max] per channel.
+inline void ValidatePerChannelScale(const std::string& name,
+                                    const VectorMap<const std::int32_t>& multipliers,
+                                    const char* shift_field,
+                                    const VectorMap<const std::int32_t>& shifts, int min, int max,
+                                    ChannelAxis axis, int rows, int cols) {
+  checks::CheckChannelVector(name + ".result_fixedpoint_multiplier", multipliers, axis, rows, cols);
+  checks::CheckChannelVector(name + "." + shift_field, shifts, axis, rows, cols);
+  checks::CheckEachInRange(name + ".result_fixedpoint_multiplier", multipliers, 0,
+                           std::numeric_limits<std::int32_t>::max());
+  checks::CheckEachInRange(name + "." + shift_field, shifts, min, max);
+}
+
 }  // namespace stage_detail
 
 // acc + bias[row] (kRow) or acc + bias[col] (kCol).
@@ -147,12 +161,8 @@ struct OutputStageQuantizeDownInt32ByFixedPointPerChannel {
   ChannelAxis axis;
 
   void Validate(int rows, int cols, const std::string& name) const {
-    checks::CheckChannelVector(name + ".result_fixedpoint_multiplier", result_fixedpoint_multiplier,
-                               axis, rows, cols);
-    checks::CheckChannelVector(name + ".result_shift", result_shift, axis, rows, cols);
-    checks::CheckEachInRange(name + ".result_fixedpoint_multiplier", result_fixedpoint_multiplier,
-                             0, std::numeric_limits<std::int32_t>::max());
-    checks::CheckEachInRange(name + ".result_shift", result_shift, 0, 31);
+    stage_detail::ValidatePerChannelScale(name, result_fixedpoint_multiplier, "result_shift",
+                                          result_shift, 0, 31, axis, rows, cols);
   }
   std::int32_t Eval(std::int32_t acc, int row, int col) const {
     const int channel = stage_detail::ChannelIndex(axis, row, col);
@@ -188,12 +198,8 @@ struct OutputStageScaleInt32ByFixedPointAndExponentPerChannel {
   ChannelAxis axis;
 
   void Validate(int rows, int cols, const std::string& name) const {
-    checks::CheckChannelVector(name + ".result_fixedpoint_multiplier", result_fixedpoint_multiplier,
-                               axis, rows, cols);
-    checks::CheckChannelVector(name + ".result_exponent", result_exponent, axis, rows, cols);
-    checks::CheckEachInRange(name + ".result_fixedpoint_multiplier", result_fixedpoint_multiplier,
-                             0, std::numeric_limits<std::int32_t>::max());
-    checks::CheckEachInRange(name + ".result_exponent", result_exponent, -31, 30);
+    stage_detail::ValidatePerChannelScale(name, result_fixedpoint_multiplier, "result_exponent",
+                                          result_exponent, -31, 30, axis, rows, cols);
   }
   std::int32_t Eval(std::int32_t acc, int row, int col) const {
     const int channel = stage_detail::ChannelIndex(axis, row, col);
@@ -259,7 +265,8 @@ struct OutputStageShiftByPOT {
   }
   std::int32_t Eval(std::int32_t acc, int row, int col) const {
     if (exponent >= 0) {
-      return stage_detail::SaturateToInt32(static_cast<std::int64_t>(acc) << exponent);
+      return stage_detail::SaturateToInt32(static_cast<std::int64_t>(acc) *
+                                           (std::int64_t{1} << exponent));
     }
     const int shift = -exponent;
     if (rounding == Rounding::kNearest) return fixedpoint::RoundingDivideByPOT(acc, shift);

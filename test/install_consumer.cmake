@@ -8,9 +8,15 @@ function(run)
   endif()
 endfunction()
 run(${CMAKE_COMMAND} --install ${LOWBIT_BINARY_DIR} --prefix ${WORK_DIR}/prefix)
+# A sanitized library needs a sanitized program to link into.
+set(flags "")
+if(LOWBIT_SANITIZE)
+  set(flags "-fsanitize=${LOWBIT_SANITIZE}")
+endif()
 foreach(linkage IN ITEMS shared static)
   run(${CMAKE_COMMAND} -S ${LOWBIT_SOURCE_DIR}/examples/consumer -B ${WORK_DIR}/build-${linkage}
-      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DLOWBIT_LINKAGE=${linkage})
+      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DLOWBIT_LINKAGE=${linkage}
+      -DCMAKE_CXX_FLAGS=${flags} -DCMAKE_EXE_LINKER_FLAGS=${flags})
   run(${CMAKE_COMMAND} --build ${WORK_DIR}/build-${linkage})
   run(${WORK_DIR}/build-${linkage}/consumer)
 endforeach()
