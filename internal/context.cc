@@ -54,7 +54,6 @@ void Context::set_max_num_threads(int threads) {
 }
 int Context::max_num_threads() const { return state_->max_num_threads; }
 
-void Context::set_kernel(Kernel kernel) { state_->kernel = kernel; }
 Kernel Context::kernel() const { return state_->kernel; }
 
 }  // namespace lowbit

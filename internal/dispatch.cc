@@ -1,5 +1,7 @@
 // Runtime kernel choice: the Context setting, else LOWBIT_KERNEL, else the best kernel the CPU
 // supports. One binary, no -m flags needed by the caller.
+#include <cpuinfo.h>
+
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -17,27 +19,85 @@ const char* KernelName(Kernel kernel) {
       return "auto";
     case Kernel::kReference:
       return "reference";
+    case Kernel::kSse41:
+      return "sse41";
+    case Kernel::kAvx2:
+      return "avx2";
+    case Kernel::kNeon:
+      return "neon";
   }
   return "unknown";
 }
 
 namespace {
 
-constexpr Kernel kSelectableKernels[] = {Kernel::kReference};
+bool AlwaysSupported() { return true; }
 
-Kernel KernelFromEnvironment(const char* value) {
+// One row per kernel compiled into this build, slowest first. An ISA kernel file provides
+// its implementation; cpuinfo says whether this CPU can run it.
+struct KernelEntry {
+  Kernel kernel;
+  bool (*cpu_supports)();
+  const internal::KernelImplementation& (*implementation)();
+};
+const KernelEntry kKernels[] = {
+    {Kernel::kReference, &AlwaysSupported, &internal::ReferenceKernel},
+};
+
+const KernelEntry* FindEntry(Kernel kernel) {
+  for (const KernelEntry& entry : kKernels) {
+    if (entry.kernel == kernel) return &entry;
+  }
+  return nullptr;
+}
+
+bool IsAvailable(Kernel kernel) {
+  const KernelEntry* entry = FindEntry(kernel);
+  return entry != nullptr && entry->cpu_supports();
+}
+
+std::string AvailableNames() {
   std::string names;
-  for (Kernel kernel : kSelectableKernels) {
-    if (value == std::string(KernelName(kernel))) return kernel;
+  for (Kernel kernel : AvailableKernels()) {
     names += names.empty() ? "" : ", ";
     names += KernelName(kernel);
   }
-  throw Error("LOWBIT_KERNEL", "must be one of: " + names + "; got '" + value + "'");
+  return names;
+}
+
+void CheckAvailable(const std::string& argument, Kernel kernel) {
+  if (!IsAvailable(kernel)) {
+    throw Error(argument,
+                std::string("kernel '") + KernelName(kernel) +
+                    "' is not available on this CPU and build; available: " + AvailableNames());
+  }
+}
+
+Kernel KernelFromEnvironment(const char* value) {
+  for (Kernel kernel : {Kernel::kReference, Kernel::kSse41, Kernel::kAvx2, Kernel::kNeon}) {
+    if (value == std::string(KernelName(kernel))) {
+      CheckAvailable("LOWBIT_KERNEL", kernel);
+      return kernel;
+    }
+  }
+  throw Error("LOWBIT_KERNEL",
+              "must be one of: reference, sse41, avx2, neon; got '" + std::string(value) + "'");
 }
 
 }  // namespace
 
-std::vector<Kernel> AvailableKernels() { return {Kernel::kReference}; }
+std::vector<Kernel> AvailableKernels() {
+  std::vector<Kernel> kernels;
+  for (const KernelEntry& entry : kKernels) {
+    if (entry.cpu_supports()) kernels.push_back(entry.kernel);
+  }
+  return kernels;
+}
+
+void Context::set_kernel(Kernel kernel) {
+  if (kernel != Kernel::kAuto) CheckAvailable("kernel", kernel);
+  state_->kernel = kernel;
+}
 
 Kernel Context::ResolvedKernel() const {
   if (state_->kernel != Kernel::kAuto) return state_->kernel;
@@ -49,13 +109,9 @@ Kernel Context::ResolvedKernel() const {
 namespace internal {
 
 const KernelImplementation& GetKernelImplementation(Kernel kernel) {
-  switch (kernel) {
-    case Kernel::kReference:
-      return ReferenceKernel();
-    case Kernel::kAuto:
-      break;
-  }
-  throw std::logic_error("GetKernelImplementation needs a resolved kernel");
+  const KernelEntry* entry = FindEntry(kernel);
+  if (entry == nullptr) throw std::logic_error("GetKernelImplementation needs a resolved kernel");
+  return entry->implementation();
 }
 
 }  // namespace internal

@@ -13,8 +13,9 @@ class ContextState;
 }
 
 // Which micro-kernel runs. kAuto takes LOWBIT_KERNEL from the environment when it is set
-// (reference), and otherwise the fastest kernel this CPU supports.
-enum class Kernel { kAuto, kReference };
+// (reference, sse41, avx2, neon), and otherwise the fastest kernel this CPU supports. Every
+// value exists on every platform; choosing one this CPU or build lacks is an error.
+enum class Kernel { kAuto, kReference, kSse41, kAvx2, kNeon };
 
 const char* KernelName(Kernel kernel);
 
@@ -33,6 +34,7 @@ class Context {
   void set_max_num_threads(int threads);
   int max_num_threads() const;
 
+  // Throws lowbit::Error if this CPU (or this build) has no such kernel.
   void set_kernel(Kernel kernel);
   Kernel kernel() const;
 

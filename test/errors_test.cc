@@ -1,6 +1,7 @@
 // Every rejected input: the error names the argument and its rule, and the result is untouched.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -237,7 +238,20 @@ TEST_F(ErrorTest, ContextSettingsAndEnvironment) {
   EXPECT_EQ(context_.max_num_threads(), 1);
   ASSERT_EQ(setenv("LOWBIT_KERNEL", "avx512", 1), 0);
   ExpectRejected([&] { RunInt32(lhs_, rhs_, &result_); }, "LOWBIT_KERNEL",
-                 "must be one of: reference");
+                 "must be one of: reference, sse41, avx2, neon; got 'avx512'");
+  // A kernel this CPU lacks is refused from the environment and from the Context.
+  for (Kernel kernel : {Kernel::kSse41, Kernel::kAvx2, Kernel::kNeon}) {
+    const std::vector<Kernel> available = AvailableKernels();
+    if (std::find(available.begin(), available.end(), kernel) != available.end()) continue;
+    ASSERT_EQ(setenv("LOWBIT_KERNEL", KernelName(kernel), 1), 0);
+    ExpectRejected([&] { RunInt32(lhs_, rhs_, &result_); }, "LOWBIT_KERNEL", "is not available");
+    try {
+      context_.set_kernel(kernel);
+      ADD_FAILURE() << "no error for kernel " << KernelName(kernel);
+    } catch (const Error& error) {
+      EXPECT_EQ(error.argument(), "kernel");
+    }
+  }
   ASSERT_EQ(setenv("LOWBIT_KERNEL", "reference", 1), 0);
   EXPECT_EQ(context_.ResolvedKernel(), Kernel::kReference);
   ASSERT_EQ(unsetenv("LOWBIT_KERNEL"), 0);
