@@ -1,84 +1,61 @@
-// GEMM throughput: cases named lowbit/<kernel>/<M>x<N>x<K>/threads:<t>, each reporting GOPS =
-// 2*M*N*K / seconds, with the uint8 -> uint8 QuantizeDownInt32ByFixedPoint + cast pipeline.
+// lowbit's GEMM throughput for every available kernel, and every installed peer's on the same
+// cases: lowbit/<kernel>/<M>x<N>x<K>/threads:<t> with the uint8 -> uint8
+// QuantizeDownInt32ByFixedPoint + saturating cast pipeline.
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <cstdint>
-#include <random>
-#include <string>
+#include <memory>
 #include <tuple>
 #include <vector>
 
+#include "bench/bench_common.h"
 #include "public/lowbit.h"
 
+namespace lowbit_bench {
 namespace {
 
-struct Shape {
-  int rows;
-  int cols;
-  int depth;
+struct LowbitProblem {
+  std::vector<std::uint8_t> lhs;
+  std::vector<std::uint8_t> rhs;
+  std::vector<std::uint8_t> result;
+  lowbit::Context context;
 };
 
-void BenchmarkGemm(benchmark::State& state, lowbit::Kernel kernel, Shape shape, int threads) {
-  std::mt19937 random(1);
-  std::uniform_int_distribution<int> value(0, 255);
-  std::vector<std::uint8_t> lhs(static_cast<std::size_t>(shape.rows) * shape.depth);
-  std::vector<std::uint8_t> rhs(static_cast<std::size_t>(shape.depth) * shape.cols);
-  std::vector<std::uint8_t> result(static_cast<std::size_t>(shape.rows) * shape.cols);
-  for (auto& v : lhs) v = static_cast<std::uint8_t>(value(random));
-  for (auto& v : rhs) v = static_cast<std::uint8_t>(value(random));
-  const lowbit::MatrixMap<const std::uint8_t> lhs_map(lhs.data(), shape.rows, shape.depth,
-                                                      lowbit::Order::kRowMajor);
-  const lowbit::MatrixMap<const std::uint8_t> rhs_map(rhs.data(), shape.depth, shape.cols,
-                                                      lowbit::Order::kColMajor);
-  lowbit::MatrixMap<std::uint8_t> result_map(result.data(), shape.rows, shape.cols,
-                                             lowbit::Order::kColMajor);
-  const auto pipeline =
-      std::make_tuple(lowbit::OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 15, 128},
-                      lowbit::OutputStageSaturatingCastToUint8{});
-  lowbit::Context context;
-  context.set_kernel(kernel);
-  context.set_max_num_threads(threads);
-  // GOPS from wall-clock time, which counts every thread's work; Google Benchmark's own time
-  // column is the main thread's CPU time.
-  const auto start = std::chrono::steady_clock::now();
-  for (auto _ : state) {
-    lowbit::GemmWithOutputPipeline(&context, lhs_map, rhs_map, &result_map, -128, -128, pipeline);
-    benchmark::DoNotOptimize(result.data());
-    benchmark::ClobberMemory();
-  }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  state.counters["GOPS"] = 2.0 * shape.rows * shape.cols * shape.depth *
-                           static_cast<double>(state.iterations()) / seconds / 1e9;
+std::function<void()> SetUpLowbit(lowbit::Kernel kernel, const Case& c) {
+  const Shape& s = c.shape;
+  auto problem = std::make_shared<LowbitProblem>();
+  problem->lhs = RandomValues<std::uint8_t>(static_cast<std::size_t>(s.rows) * s.depth, 0, 255, 1);
+  problem->rhs = RandomValues<std::uint8_t>(static_cast<std::size_t>(s.depth) * s.cols, 0, 255, 2);
+  problem->result.resize(static_cast<std::size_t>(s.rows) * s.cols);
+  problem->context.set_kernel(kernel);
+  problem->context.set_max_num_threads(c.threads);
+  return [problem, s] {
+    const lowbit::MatrixMap<const std::uint8_t> lhs(problem->lhs.data(), s.rows, s.depth,
+                                                    lowbit::Order::kRowMajor);
+    const lowbit::MatrixMap<const std::uint8_t> rhs(problem->rhs.data(), s.depth, s.cols,
+                                                    lowbit::Order::kColMajor);
+    lowbit::MatrixMap<std::uint8_t> result(problem->result.data(), s.rows, s.cols,
+                                           lowbit::Order::kColMajor);
+    const auto pipeline =
+        std::make_tuple(lowbit::OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 15, 128},
+                        lowbit::OutputStageSaturatingCastToUint8{});
+    lowbit::GemmWithOutputPipeline(&problem->context, lhs, rhs, &result, -128, -128, pipeline);
+  };
 }
 
-std::string ShapeName(const Shape& shape) {
-  return std::to_string(shape.rows) + "x" + std::to_string(shape.cols) + "x" +
-         std::to_string(shape.depth);
-}
-
-void RegisterAll() {
-  const Shape single_thread_shapes[] = {
-      {64, 64, 64}, {256, 256, 256}, {1024, 1024, 1024}, {1, 1024, 1024}, {8, 1024, 1024}};
+void RegisterLowbit() {
   for (lowbit::Kernel kernel : lowbit::AvailableKernels()) {
-    const std::string prefix = std::string("lowbit/") + lowbit::KernelName(kernel) + "/";
-    for (const Shape& shape : single_thread_shapes) {
-      benchmark::RegisterBenchmark((prefix + ShapeName(shape) + "/threads:1").c_str(),
-                                   BenchmarkGemm, kernel, shape, 1)
-          ->Unit(benchmark::kMillisecond);
-    }
-    const Shape big{1024, 1024, 1024};
-    benchmark::RegisterBenchmark((prefix + ShapeName(big) + "/threads:2").c_str(), BenchmarkGemm,
-                                 kernel, big, 2)
-        ->Unit(benchmark::kMillisecond);
+    RegisterCases("lowbit", lowbit::KernelName(kernel),
+                  [kernel](const Case& c) { return SetUpLowbit(kernel, c); });
   }
 }
 
 }  // namespace
+}  // namespace lowbit_bench
 
 int main(int argc, char** argv) {
-  RegisterAll();
+  lowbit_bench::RegisterLowbit();
+  for (auto register_peer : lowbit_bench::PeerRegistrations()) register_peer();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

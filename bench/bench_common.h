@@ -1,0 +1,96 @@
+// What every benchmark in the suite shares, lowbit's and the peers': the shapes, the case names
+// (<library>/<setting>/<M>x<N>x<K>/threads:<t>), random operands and the GOPS counter.
+#ifndef LOWBIT_BENCH_BENCH_COMMON_H_
+#define LOWBIT_BENCH_BENCH_COMMON_H_
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace lowbit_bench {
+
+struct Shape {
+  int rows;   // M
+  int cols;   // N
+  int depth;  // K
+};
+
+struct Case {
+  Shape shape;
+  int threads;
+};
+
+// The shapes of the targets: square sizes, matrix-vector and a small batch, one
+// thread, and 1024^3 on two threads.
+inline const std::vector<Case>& Cases() {
+  static const std::vector<Case> cases = {
+      {{64, 64, 64}, 1},    {{256, 256, 256}, 1}, {{1024, 1024, 1024}, 1}, {{2048, 2048, 2048}, 1},
+      {{1, 1024, 1024}, 1}, {{8, 1024, 1024}, 1}, {{1024, 1024, 1024}, 2}};
+  return cases;
+}
+
+inline std::string CaseName(const std::string& library, const std::string& setting, const Case& c) {
+  return library + "/" + setting + "/" + std::to_string(c.shape.rows) + "x" +
+         std::to_string(c.shape.cols) + "x" + std::to_string(c.shape.depth) +
+         "/threads:" + std::to_string(c.threads);
+}
+
+template <typename Scalar>
+std::vector<Scalar> RandomValues(std::size_t count, int min, int max, std::uint32_t seed) {
+  std::mt19937 random(seed);
+  std::uniform_int_distribution<int> value(min, max);
+  std::vector<Scalar> values(count);
+  for (auto& v : values) v = static_cast<Scalar>(value(random));
+  return values;
+}
+
+// Runs `gemm` for the benchmark's iterations and reports GOPS = 2*M*N*K / second from
+// wall-clock time, which counts every thread's work (Google Benchmark's own time column is the
+// main thread's CPU time).
+inline void RunAndReportGops(benchmark::State& state, const Shape& shape,
+                             const std::function<void()>& gemm) {
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    gemm();
+    benchmark::ClobberMemory();
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  state.counters["GOPS"] = 2.0 * shape.rows * shape.cols * shape.depth *
+                           static_cast<double>(state.iterations()) / seconds / 1e9;
+}
+
+// Registers one benchmark per case; `setup(case)` prepares operands and returns the call to
+// time.
+inline void RegisterCases(const std::string& library, const std::string& setting,
+                          const std::function<std::function<void()>(const Case&)>& setup) {
+  for (const Case& c : Cases()) {
+    benchmark::RegisterBenchmark(CaseName(library, setting, c).c_str(),
+                                 [c, setup](benchmark::State& state) {
+                                   const std::function<void()> gemm = setup(c);
+                                   RunAndReportGops(state, c.shape, gemm);
+                                 })
+        ->Unit(benchmark::kMillisecond);
+  }
+}
+
+// Peer benchmark files, linked in only when the peer is installed, add themselves here; main
+// registers lowbit's cases first, then every peer's.
+inline std::vector<void (*)()>& PeerRegistrations() {
+  static std::vector<void (*)()> registrations;
+  return registrations;
+}
+struct PeerRegistration {
+  explicit PeerRegistration(void (*register_cases)()) {
+    PeerRegistrations().push_back(register_cases);
+  }
+};
+
+}  // namespace lowbit_bench
+
+#endif  // LOWBIT_BENCH_BENCH_COMMON_H_
