@@ -1,5 +1,6 @@
-// Cache blocking: how many lhs rows, rhs columns and depth values one block covers, chosen so
-// that a packed lhs block stays in L2 and a packed rhs panel in L1 while the kernel runs.
+// Cache blocking: how much depth one kernel call covers, how many lhs rows one task packs and
+// how many result columns one accumulator block holds, chosen so that the rhs micro-panel stays
+// in L1 and the packed lhs slice and the accumulator block in L2 while the kernel runs.
 #ifndef LOWBIT_INTERNAL_BLOCKING_H_
 #define LOWBIT_INTERNAL_BLOCKING_H_
 
@@ -9,9 +10,13 @@ namespace lowbit {
 namespace internal {
 
 struct Blocking {
-  int rows;   // mc, a multiple of the format's lhs_rows
-  int cols;   // nc, a multiple of the format's rhs_cols
-  int depth;  // kc, a multiple of the format's depth_group
+  int rows;      // mc: the most lhs rows one task packs, a multiple of the format's lhs_rows
+  int cols;      // nc: columns of one accumulator block, a multiple of the format's rhs_cols
+  int depth;     // kc: depth of one kernel call, a multiple of the format's depth_group
+  int rhs_cols;  // columns of rhs packed at once (whole depth), a multiple of rhs_cols
+  // nc when a task packs the rhs columns it needs itself, block by block just before use
+  // (when no other task needs them): the packed rhs block (whole depth) then stays in L2.
+  int streamed_cols;
 };
 
 struct CacheSizes {

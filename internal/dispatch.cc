@@ -8,6 +8,7 @@
 
 #include "internal/context_state.h"
 #include "internal/kernel.h"
+#include "internal/output.h"
 #include "public/context.h"
 #include "public/error.h"
 
@@ -32,16 +33,33 @@ const char* KernelName(Kernel kernel) {
 namespace {
 
 bool AlwaysSupported() { return true; }
+#if defined(__x86_64__)
+bool HasSse41() { return cpuinfo_initialize() && cpuinfo_has_x86_sse4_1(); }
+bool HasAvx2() { return cpuinfo_initialize() && cpuinfo_has_x86_avx2(); }
+#endif
+
+#if defined(__aarch64__)
+bool HasNeon() { return cpuinfo_initialize() && cpuinfo_has_arm_neon(); }
+#endif
 
 // One row per kernel compiled into this build, slowest first. An ISA kernel file provides
-// its implementation; cpuinfo says whether this CPU can run it.
+// its implementation, and its ISA's output writer where there is one; cpuinfo says whether
+// this CPU can run it.
 struct KernelEntry {
   Kernel kernel;
   bool (*cpu_supports)();
   const internal::KernelImplementation& (*implementation)();
+  internal::OutputWriter output_writer;
 };
 const KernelEntry kKernels[] = {
-    {Kernel::kReference, &AlwaysSupported, &internal::ReferenceKernel},
+    {Kernel::kReference, &AlwaysSupported, &internal::ReferenceKernel, nullptr},
+#if defined(__x86_64__)
+    {Kernel::kSse41, &HasSse41, &internal::Sse41Kernel, nullptr},
+    {Kernel::kAvx2, &HasAvx2, &internal::Avx2Kernel, &internal::WriteOutputAvx2},
+#endif
+#if defined(__aarch64__)
+    {Kernel::kNeon, &HasNeon, &internal::NeonKernel, nullptr},
+#endif
 };
 
 const KernelEntry* FindEntry(Kernel kernel) {
@@ -107,6 +125,11 @@ Kernel Context::ResolvedKernel() const {
 }
 
 namespace internal {
+
+OutputWriter OutputWriterFor(Kernel kernel) {
+  const KernelEntry* entry = FindEntry(kernel);
+  return entry == nullptr ? nullptr : entry->output_writer;
+}
 
 const KernelImplementation& GetKernelImplementation(Kernel kernel) {
   const KernelEntry* entry = FindEntry(kernel);

@@ -1,17 +1,24 @@
-// The GEMM loops: result blocks of mc x nc are independent tasks spread over the thread pool;
-// each packs its lhs and rhs depth slices, runs the micro-kernel over every register tile, adds
-// the offset terms and hands the finished accumulators to the output pipeline.
+// The GEMM loops. A task owns a range of lhs rows and result columns: it packs its lhs rows,
+// runs the micro-kernel over every register tile slice by slice of depth, adds the offset terms
+// and hands each finished accumulator block to the output pipeline. When several tasks share rhs
+// columns, the rhs is packed once up front (whole depth, in chunks of columns) and shared;
+// otherwise (a short lhs) each task packs its rhs blocks just before use, while they are in
+// cache. Each result entry belongs to exactly one task, so the bits do not depend on the thread
+// count or on which thread runs which task. A column-major result is computed as the transposed
+// product, so that accumulator rows run along the result's columns and stores are sequential.
 #include "internal/driver.h"
 
 #include <pthreadpool.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 
 #include "internal/blocking.h"
 #include "internal/context_state.h"
 #include "internal/kernel.h"
+#include "internal/output.h"
 #include "internal/unpack.h"
 
 namespace lowbit {
@@ -30,145 +37,300 @@ MatrixView Transposed(const MatrixView& view) {
 
 std::size_t AlignUp(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
 
-// One worker's share of the scratch memory.
-struct WorkerScratch {
-  void* packed_lhs;
-  void* packed_rhs;
-  std::int32_t* acc;
-  std::int32_t* row_sums;
-  std::int32_t* col_sums;
+// Where part `index` starts when `count` items are split into `parts` near-equal parts.
+int PartStart(int count, int parts, int index) {
+  return static_cast<int>(static_cast<std::int64_t>(count) * index / parts);
+}
+
+// A row stride for accumulator blocks: whole register tiles, and an odd number of cache lines
+// so that walking down a column does not keep hitting the same L1 set.
+int AccumulatorStride(int cols, const KernelFormat& format) {
+  constexpr int kLine = 64 / sizeof(std::int32_t);
+  int lines = (RoundUp(cols, format.rhs_cols) + kLine - 1) / kLine;
+  if (lines % 2 == 0) ++lines;
+  return lines * kLine;
+}
+
+// Scratch memory: the shared packed rhs chunk (unless each task packs its own rhs blocks),
+// column sums and effective offsets, then one slot per worker for its packed lhs rows, row
+// sums, accumulator block and, when streaming, packed rhs block.
+struct ScratchLayout {
+  std::size_t packed_rhs_bytes;
+  std::size_t col_sums_bytes;
+  std::size_t lhs_offsets_bytes;
+  std::size_t rhs_offsets_bytes;
+  std::size_t packed_lhs_bytes;
+  std::size_t row_sums_bytes;
+  std::size_t acc_bytes;
+  std::size_t rhs_block_bytes;
+
+  ScratchLayout(const KernelFormat& format, const Blocking& blocking, int rows, int cols,
+                int padded_depth, bool stream_rhs)
+      : packed_rhs_bytes(stream_rhs ? 0
+                                    : AlignUp(static_cast<std::size_t>(blocking.rhs_cols) *
+                                              padded_depth * PackedSize(format.packed_type))),
+        col_sums_bytes(AlignUp(sizeof(std::int32_t) * blocking.rhs_cols)),
+        lhs_offsets_bytes(AlignUp(sizeof(std::int32_t) * rows)),
+        rhs_offsets_bytes(AlignUp(sizeof(std::int32_t) * cols)),
+        packed_lhs_bytes(AlignUp(static_cast<std::size_t>(blocking.rows) * padded_depth *
+                                 PackedSize(format.packed_type))),
+        row_sums_bytes(AlignUp(sizeof(std::int32_t) * blocking.rows)),
+        acc_bytes(AlignUp(sizeof(std::int32_t) * blocking.rows *
+                          AccumulatorStride(blocking.cols, format))),
+        rhs_block_bytes(stream_rhs ? AlignUp(static_cast<std::size_t>(blocking.streamed_cols) *
+                                             padded_depth * PackedSize(format.packed_type))
+                                   : 0) {}
+
+  std::size_t Shared() const {
+    return packed_rhs_bytes + col_sums_bytes + lhs_offsets_bytes + rhs_offsets_bytes;
+  }
+  std::size_t PerWorker() const {
+    return packed_lhs_bytes + row_sums_bytes + acc_bytes + rhs_block_bytes;
+  }
+  std::size_t Total(int workers) const { return Shared() + PerWorker() * workers; }
 };
 
-struct ScratchLayout {
-  std::size_t packed_lhs_bytes;
-  std::size_t packed_rhs_bytes;
-  std::size_t acc_bytes;
-  std::size_t row_sums_bytes;
-  std::size_t col_sums_bytes;
+struct SharedScratch {
+  char* packed_rhs;
+  std::int32_t* col_sums;
+  std::int32_t* lhs_offsets;
+  std::int32_t* rhs_offsets;
+};
 
-  ScratchLayout(const KernelFormat& format, const Blocking& blocking)
-      : packed_lhs_bytes(AlignUp(static_cast<std::size_t>(blocking.rows) * blocking.depth *
-                                 PackedSize(format.packed_type))),
-        packed_rhs_bytes(AlignUp(static_cast<std::size_t>(blocking.cols) * blocking.depth *
-                                 PackedSize(format.packed_type))),
-        acc_bytes(AlignUp(static_cast<std::size_t>(blocking.rows) * blocking.cols * 4)),
-        row_sums_bytes(AlignUp(static_cast<std::size_t>(blocking.rows) * 4)),
-        col_sums_bytes(AlignUp(static_cast<std::size_t>(blocking.cols) * 4)) {}
-
-  std::size_t PerWorker() const {
-    return packed_lhs_bytes + packed_rhs_bytes + acc_bytes + row_sums_bytes + col_sums_bytes;
-  }
-
-  WorkerScratch ForWorker(void* base, int worker) const {
-    auto* p = static_cast<char*>(base) + PerWorker() * worker;
-    WorkerScratch scratch;
-    scratch.packed_lhs = p;
-    p += packed_lhs_bytes;
-    scratch.packed_rhs = p;
-    p += packed_rhs_bytes;
-    scratch.acc = reinterpret_cast<std::int32_t*>(p);
-    p += acc_bytes;
-    scratch.row_sums = reinterpret_cast<std::int32_t*>(p);
-    p += row_sums_bytes;
-    scratch.col_sums = reinterpret_cast<std::int32_t*>(p);
-    return scratch;
-  }
+struct WorkerScratch {
+  char* packed_lhs;
+  std::int32_t* row_sums;
+  std::int32_t* acc;
+  char* rhs_block;
 };
 
 struct GemmTask {
   const KernelImplementation& kernel;
   const MatrixView& lhs;
   const MatrixView rhs_transposed;
-  const OffsetTerms& offset_terms;
   Blocking blocking;
-  int row_blocks;
-  int col_blocks;
-  int workers;
+  int padded_depth;
+  bool stream_rhs;
   ScratchLayout layout;
-  void* scratch;
-  BlockConsumer consumer;
-  const void* closure;
+  char* scratch;
+  SharedScratch shared;
+  const ResultTarget& target;
+  // The ISA writer for target.program, or null to run target.consumer.
+  OutputWriter output_writer;
+  // The task computes result^T = rhs^T * lhs^T: its rows are result columns.
+  bool transposed;
+  int workers;
+  // The rhs chunk being worked on: columns [chunk_start, chunk_start + chunk_cols).
+  int chunk_start = 0;
+  int chunk_cols = 0;
+  int row_tasks = 0;
+  int col_tasks = 0;
+  std::atomic<int> next_task{0};
+  // pthreadpool orders the hand-off to and from its workers, but it is not instrumented, so
+  // ThreadSanitizer cannot see that; a release/acquire pair on these makes the order explicit.
+  std::atomic<int> handed_out{0};
+  std::atomic<int> handed_back{0};
 
-  void RunBlock(const WorkerScratch& scratch, int row_start, int col_start) const {
+  std::size_t PanelBytes(int width) const {
+    return static_cast<std::size_t>(width) * padded_depth * PackedSize(kernel.format.packed_type);
+  }
+
+  WorkerScratch ForWorker(int worker) const {
+    char* p = scratch + layout.Shared() + layout.PerWorker() * worker;
+    WorkerScratch worker_scratch;
+    worker_scratch.packed_lhs = p;
+    p += layout.packed_lhs_bytes;
+    worker_scratch.row_sums = reinterpret_cast<std::int32_t*>(p);
+    p += layout.row_sums_bytes;
+    worker_scratch.acc = reinterpret_cast<std::int32_t*>(p);
+    p += layout.acc_bytes;
+    worker_scratch.rhs_block = p;
+    return worker_scratch;
+  }
+
+  // Worker `part` of `workers` packs its share of the chunk's rhs panels, whole depth.
+  void PackRhsPart(int part) const {
+    const int width = kernel.format.rhs_cols;
+    const int panels = (chunk_cols + width - 1) / width;
+    const int first = PartStart(panels, workers, part);
+    const int last = PartStart(panels, workers, part + 1);
+    if (first == last) return;
+    const int col = first * width;
+    const int cols = std::min(last * width, chunk_cols) - col;
+    std::memset(shared.col_sums + col, 0, sizeof(std::int32_t) * cols);
+    kernel.pack_rhs(rhs_transposed, chunk_start + col, cols, 0, lhs.cols,
+                    shared.packed_rhs + first * PanelBytes(width), shared.col_sums + col);
+  }
+
+  // The result columns [col_start, col_start + cols) of the chunk for the rows packed in
+  // `scratch`, in accumulator blocks of blocking.cols (streamed_cols) columns.
+  void RunBlocks(const WorkerScratch& scratch, int row_start, int rows, int col_start,
+                 int cols) const {
     const KernelFormat& format = kernel.format;
-    const int rows = std::min(blocking.rows, lhs.rows - row_start);
-    const int cols = std::min(blocking.cols, rhs_transposed.rows - col_start);
     const int depth = lhs.cols;
-    // The accumulator block covers whole register tiles; entries past rows x cols are unused.
-    const int acc_stride = RoundUp(cols, format.rhs_cols);
-    std::memset(scratch.row_sums, 0, sizeof(std::int32_t) * rows);
-    std::memset(scratch.col_sums, 0, sizeof(std::int32_t) * cols);
-    if (depth == 0) {
-      std::memset(scratch.acc, 0,
-                  sizeof(std::int32_t) * RoundUp(rows, format.lhs_rows) * acc_stride);
-    }
-    for (int depth_start = 0; depth_start < depth; depth_start += blocking.depth) {
-      const int block_depth = std::min(blocking.depth, depth - depth_start);
-      const int padded_depth = RoundUp(block_depth, format.depth_group);
-      kernel.pack_lhs(lhs, row_start, rows, depth_start, block_depth, scratch.packed_lhs,
-                      scratch.row_sums);
-      kernel.pack_rhs(rhs_transposed, col_start, cols, depth_start, block_depth, scratch.packed_rhs,
-                      scratch.col_sums);
-      const std::size_t lhs_panel_bytes =
-          static_cast<std::size_t>(format.lhs_rows) * padded_depth * PackedSize(format.packed_type);
-      const std::size_t rhs_panel_bytes =
-          static_cast<std::size_t>(format.rhs_cols) * padded_depth * PackedSize(format.packed_type);
-      for (int j = 0; j < cols; j += format.rhs_cols) {
-        const char* rhs_panel =
-            static_cast<const char*>(scratch.packed_rhs) + (j / format.rhs_cols) * rhs_panel_bytes;
-        for (int i = 0; i < rows; i += format.lhs_rows) {
-          const char* lhs_panel = static_cast<const char*>(scratch.packed_lhs) +
-                                  (i / format.lhs_rows) * lhs_panel_bytes;
-          kernel.micro_kernel(lhs_panel, rhs_panel, padded_depth,
-                              scratch.acc + static_cast<std::ptrdiff_t>(i) * acc_stride + j,
-                              acc_stride, depth_start > 0);
+    const int acc_stride = AccumulatorStride(blocking.cols, format);
+    const std::size_t lhs_panel_bytes = PanelBytes(format.lhs_rows);
+    const std::size_t rhs_panel_bytes = PanelBytes(format.rhs_cols);
+    const int element = PackedSize(format.packed_type);
+    const int block_width = stream_rhs ? blocking.streamed_cols : blocking.cols;
+    for (int block_start = col_start; block_start < col_start + cols; block_start += block_width) {
+      const int block_cols = std::min(block_width, col_start + cols - block_start);
+      const char* packed_rhs =
+          stream_rhs ? scratch.rhs_block
+                     : shared.packed_rhs + (block_start / format.rhs_cols) * rhs_panel_bytes;
+      if (stream_rhs) {
+        std::memset(shared.col_sums + block_start, 0, sizeof(std::int32_t) * block_cols);
+        kernel.pack_rhs(rhs_transposed, chunk_start + block_start, block_cols, 0, depth,
+                        scratch.rhs_block, shared.col_sums + block_start);
+      }
+      if (depth == 0) {
+        std::memset(scratch.acc, 0,
+                    sizeof(std::int32_t) * RoundUp(rows, format.lhs_rows) * acc_stride);
+      }
+      for (int depth_start = 0; depth_start < depth; depth_start += blocking.depth) {
+        const int slice_depth =
+            RoundUp(std::min(blocking.depth, depth - depth_start), format.depth_group);
+        const std::size_t lhs_slice = static_cast<std::size_t>(depth_start) * format.lhs_rows;
+        const std::size_t rhs_slice = static_cast<std::size_t>(depth_start) * format.rhs_cols;
+        for (int j = 0; j < block_cols; j += format.rhs_cols) {
+          const char* rhs_panel =
+              packed_rhs + (j / format.rhs_cols) * rhs_panel_bytes + rhs_slice * element;
+          for (int i = 0; i < rows; i += format.lhs_rows) {
+            const char* lhs_panel =
+                scratch.packed_lhs + (i / format.lhs_rows) * lhs_panel_bytes + lhs_slice * element;
+            kernel.micro_kernel(lhs_panel, rhs_panel, slice_depth,
+                                scratch.acc + static_cast<std::ptrdiff_t>(i) * acc_stride + j,
+                                acc_stride, depth_start > 0);
+          }
         }
       }
+      const int result_col = chunk_start + block_start;
+      AddOffsetTerms(shared.lhs_offsets + row_start, scratch.row_sums, rows,
+                     shared.rhs_offsets + result_col, shared.col_sums + block_start, block_cols,
+                     depth, scratch.acc, acc_stride);
+      const AccumulatorBlock block =
+          transposed ? AccumulatorBlock{result_col,  row_start, block_cols, rows,
+                                        scratch.acc, 1,         acc_stride}
+                     : AccumulatorBlock{row_start,   result_col, rows, block_cols,
+                                        scratch.acc, acc_stride, 1};
+      if (output_writer != nullptr) {
+        output_writer(*target.program, block, target.result);
+      } else {
+        target.consumer(target.closure, block);
+      }
     }
-    AddOffsetTerms(offset_terms, row_start, rows, col_start, cols, scratch.row_sums,
-                   scratch.col_sums, scratch.acc, acc_stride);
-    consumer(closure, AccumulatorBlock{row_start, col_start, rows, cols, scratch.acc, acc_stride});
   }
 
-  // Worker w runs blocks w, w + workers, ...: a fixed assignment, so worker w alone uses
-  // scratch slot w.
-  void RunWorker(int worker) const {
-    const WorkerScratch worker_scratch = layout.ForWorker(scratch, worker);
-    for (int block = worker; block < row_blocks * col_blocks; block += workers) {
-      RunBlock(worker_scratch, (block / col_blocks) * blocking.rows,
-               (block % col_blocks) * blocking.cols);
+  // Task t covers row part t / col_tasks and column part t % col_tasks of the chunk, split in
+  // whole register tiles.
+  void RunTask(const WorkerScratch& scratch, int task) const {
+    const KernelFormat& format = kernel.format;
+    const int row_panels = (lhs.rows + format.lhs_rows - 1) / format.lhs_rows;
+    const int col_panels = (chunk_cols + format.rhs_cols - 1) / format.rhs_cols;
+    const int row_part = task / col_tasks, col_part = task % col_tasks;
+    const int row_start = PartStart(row_panels, row_tasks, row_part) * format.lhs_rows;
+    const int row_end =
+        std::min(lhs.rows, PartStart(row_panels, row_tasks, row_part + 1) * format.lhs_rows);
+    const int col_start = PartStart(col_panels, col_tasks, col_part) * format.rhs_cols;
+    const int col_end =
+        std::min(chunk_cols, PartStart(col_panels, col_tasks, col_part + 1) * format.rhs_cols);
+    if (row_start >= row_end || col_start >= col_end) return;
+    const int rows = row_end - row_start;
+    std::memset(scratch.row_sums, 0, sizeof(std::int32_t) * rows);
+    kernel.pack_lhs(lhs, row_start, rows, 0, lhs.cols, scratch.packed_lhs, scratch.row_sums);
+    RunBlocks(scratch, row_start, rows, col_start, col_end - col_start);
+  }
+
+  // Tasks go to whichever worker asks first: a worker slowed by another process on the
+  // machine takes fewer of them, and each worker still has scratch slot `worker` to itself.
+  void RunWorker(int worker) {
+    const WorkerScratch worker_scratch = ForWorker(worker);
+    for (int task = next_task++; task < row_tasks * col_tasks; task = next_task++) {
+      RunTask(worker_scratch, task);
     }
   }
 
+  static void PackRhsThunk(void* task, std::size_t part) {
+    auto* self = static_cast<GemmTask*>(task);
+    self->handed_out.load(std::memory_order_acquire);
+    self->PackRhsPart(static_cast<int>(part));
+    self->handed_back.fetch_add(1, std::memory_order_release);
+  }
   static void RunWorkerThunk(void* task, std::size_t worker) {
-    static_cast<const GemmTask*>(task)->RunWorker(static_cast<int>(worker));
+    auto* self = static_cast<GemmTask*>(task);
+    self->handed_out.load(std::memory_order_acquire);
+    self->RunWorker(static_cast<int>(worker));
+    self->handed_back.fetch_add(1, std::memory_order_release);
+  }
+
+  void Parallelize(pthreadpool_t pool, void (*thunk)(void*, std::size_t)) {
+    handed_out.fetch_add(1, std::memory_order_release);
+    pthreadpool_parallelize_1d(pool, thunk, this, workers, 0);
+    handed_back.load(std::memory_order_acquire);
   }
 };
 
 }  // namespace
 
-void RunGemm(Context& context, const MatrixView& lhs, const MatrixView& rhs,
-             const Offsets& lhs_offset, const Offsets& rhs_offset, BlockConsumer consumer,
-             const void* closure) {
+void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& result_rhs,
+             const Offsets& result_lhs_offset, const Offsets& result_rhs_offset,
+             const ResultTarget& target) {
+  // A short lhs stays on the left even for a column-major result: its few rows would fill
+  // register tiles badly as rhs columns, and its few result columns are cheap to store.
+  const bool transposed =
+      target.result.order == Order::kColMajor && result_lhs.rows >= result_rhs.cols;
+  const MatrixView lhs = transposed ? Transposed(result_rhs) : result_lhs;
+  const MatrixView rhs = transposed ? Transposed(result_lhs) : result_rhs;
+  const Offsets& lhs_offset = transposed ? result_rhs_offset : result_lhs_offset;
+  const Offsets& rhs_offset = transposed ? result_lhs_offset : result_rhs_offset;
   ContextState& state = context.state();
-  const KernelImplementation& kernel = GetKernelImplementation(context.ResolvedKernel());
+  const Kernel resolved_kernel = context.ResolvedKernel();
+  const KernelImplementation& kernel = GetKernelImplementation(resolved_kernel);
+  const OutputWriter output_writer =
+      target.program != nullptr ? OutputWriterFor(resolved_kernel) : nullptr;
   const KernelFormat& format = kernel.format;
-  const Blocking blocking = ComputeBlocking(format, state.caches, lhs.rows, rhs.cols, lhs.cols);
-  const OffsetTerms offset_terms{lhs_offset, rhs_offset,
-                                 PackedValueShift(format.packed_type, lhs.type),
-                                 PackedValueShift(format.packed_type, rhs.type), lhs.cols};
-  const int row_blocks = (lhs.rows + blocking.rows - 1) / blocking.rows;
-  const int col_blocks = (rhs.cols + blocking.cols - 1) / blocking.cols;
-  const int workers = std::min(state.max_num_threads, row_blocks * col_blocks);
-  const ScratchLayout layout(format, blocking);
-  void* scratch = state.Scratch(layout.PerWorker() * workers);
-  GemmTask task{kernel,     lhs,     Transposed(rhs), offset_terms, blocking, row_blocks,
-                col_blocks, workers, layout,          scratch,      consumer, closure};
-  pthreadpool_t pool = workers > 1 ? state.ThreadPool() : nullptr;
-  if (pool == nullptr) {
-    task.RunWorker(0);
-  } else {
-    pthreadpool_parallelize_1d(pool, &GemmTask::RunWorkerThunk, &task, workers, 0);
+  const int rows = lhs.rows, cols = rhs.cols, depth = lhs.cols;
+  const Blocking blocking = ComputeBlocking(format, state.caches, rows, cols, depth);
+  const int padded_depth = RoundUp(depth, format.depth_group);
+  const int row_panels = (rows + format.lhs_rows - 1) / format.lhs_rows;
+  // Row parts no larger than blocking.rows, as many as a multiple of the thread count where
+  // there are enough register tiles, so that every thread gets an equal share.
+  const int threads = state.max_num_threads;
+  int row_tasks = (row_panels * format.lhs_rows + blocking.rows - 1) / blocking.rows;
+  row_tasks = std::min(row_panels, (row_tasks + threads - 1) / threads * threads);
+  // With a single row part, no two tasks share rhs columns: each packs its own, in cache.
+  const bool stream_rhs = row_tasks == 1;
+  const ScratchLayout layout(format, blocking, rows, cols, padded_depth, stream_rhs);
+  char* scratch = static_cast<char*>(state.Scratch(layout.Total(threads)));
+  SharedScratch shared;
+  shared.packed_rhs = scratch;
+  shared.col_sums = reinterpret_cast<std::int32_t*>(scratch + layout.packed_rhs_bytes);
+  shared.lhs_offsets = shared.col_sums + layout.col_sums_bytes / sizeof(std::int32_t);
+  shared.rhs_offsets = shared.lhs_offsets + layout.lhs_offsets_bytes / sizeof(std::int32_t);
+  EffectiveOffsets(lhs_offset, PackedValueShift(format.packed_type, lhs.type), 0, rows,
+                   shared.lhs_offsets);
+  EffectiveOffsets(rhs_offset, PackedValueShift(format.packed_type, rhs.type), 0, cols,
+                   shared.rhs_offsets);
+  GemmTask task{kernel,  lhs,    Transposed(rhs), blocking,      padded_depth, stream_rhs, layout,
+                scratch, shared, target,          output_writer, transposed,   1};
+  pthreadpool_t pool = threads > 1 ? state.ThreadPool() : nullptr;
+  for (int chunk_start = 0; chunk_start < cols; chunk_start += blocking.rhs_cols) {
+    task.chunk_start = chunk_start;
+    task.chunk_cols = std::min(blocking.rhs_cols, cols - chunk_start);
+    const int col_panels = (task.chunk_cols + format.rhs_cols - 1) / format.rhs_cols;
+    task.row_tasks = row_tasks;
+    // Too few row parts for the threads (a short lhs): split the columns as well.
+    task.col_tasks = std::min(col_panels, (threads + row_tasks - 1) / row_tasks);
+    task.workers = std::min(threads, row_tasks * task.col_tasks);
+    task.next_task = 0;
+    if (pool == nullptr || task.workers == 1) {
+      task.workers = 1;
+      if (!stream_rhs) task.PackRhsPart(0);
+      task.RunWorker(0);
+    } else {
+      if (!stream_rhs) task.Parallelize(pool, &GemmTask::PackRhsThunk);
+      task.Parallelize(pool, &GemmTask::RunWorkerThunk);
+    }
   }
 }
 

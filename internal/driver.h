@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "internal/output_program.h"
 #include "public/context.h"
 #include "public/map.h"
 
@@ -52,19 +53,30 @@ MatrixView ViewOf(const MatrixMap<Scalar>& map) {
           map.order(), map.stride()};
 }
 
-// rows x cols final accumulators (offsets applied) for result entries starting at
-// (row_start, col_start), row-major with `stride`.
+// rows x cols final accumulators (offsets applied) for the result entries starting at
+// (row_start, col_start). Entry (r, c) is data[r * row_stride + c * col_stride]; one of the
+// strides is 1, along the result's storage order wherever the driver could arrange it.
 struct AccumulatorBlock {
   int row_start;
   int col_start;
   int rows;
   int cols;
   const std::int32_t* data;
-  int stride;
+  int row_stride;
+  int col_stride;
 };
 
 // Called once per block, possibly from several threads at once on disjoint blocks.
 using BlockConsumer = void (*)(const void* closure, const AccumulatorBlock& block);
+
+// Where the accumulators go: the output pipeline as a template instance (always), and as a
+// program when every stage has a compiled form, for the kernel's ISA writer if it has one.
+struct ResultTarget {
+  MatrixView result;
+  const OutputProgram* program;
+  BlockConsumer consumer;
+  const void* closure;
+};
 
 // Throws lowbit::Error for the first argument that breaks a rule (sizes, strides, null data,
 // mismatched dimensions, offset vector lengths, int32 overflow depth, result aliasing inputs).
@@ -77,11 +89,11 @@ void ValidateGemmArguments(const Context* context, const MatrixView& lhs, const 
 std::int64_t LargestSafeDepth(const MatrixView& lhs, const MatrixView& rhs,
                               const Offsets& lhs_offset, const Offsets& rhs_offset);
 
-// Computes acc = (lhs + lhs_offset) * (rhs + rhs_offset) block by block and hands each block to
-// `consumer`. The arguments must have passed ValidateGemmArguments.
+// Computes acc = (lhs + lhs_offset) * (rhs + rhs_offset) block by block, laid out to suit the
+// result's storage order, and hands each block to the target. The arguments must have passed
+// ValidateGemmArguments.
 void RunGemm(Context& context, const MatrixView& lhs, const MatrixView& rhs,
-             const Offsets& lhs_offset, const Offsets& rhs_offset, BlockConsumer consumer,
-             const void* closure);
+             const Offsets& lhs_offset, const Offsets& rhs_offset, const ResultTarget& target);
 
 }  // namespace internal
 }  // namespace lowbit

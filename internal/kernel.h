@@ -57,6 +57,14 @@ struct KernelImplementation {
 };
 
 const KernelImplementation& ReferenceKernel();
+#if defined(__x86_64__)
+// Call only when cpuinfo reports SSE4.1 (AVX2): their code uses those instructions.
+const KernelImplementation& Sse41Kernel();
+const KernelImplementation& Avx2Kernel();
+#endif
+#if defined(__aarch64__)
+const KernelImplementation& NeonKernel();
+#endif
 
 // The implementation for a resolved (non-kAuto) kernel.
 const KernelImplementation& GetKernelImplementation(Kernel kernel);

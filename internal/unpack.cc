@@ -4,23 +4,29 @@
 namespace lowbit {
 namespace internal {
 
-void AddOffsetTerms(const OffsetTerms& terms, int row_start, int rows, int col_start, int cols,
-                    const std::int32_t* row_sums, const std::int32_t* col_sums, std::int32_t* acc,
-                    int acc_stride) {
-  const auto depth = static_cast<std::uint32_t>(terms.depth);
+void EffectiveOffsets(const Offsets& offsets, int value_shift, int start, int count,
+                      std::int32_t* out) {
+  for (int i = 0; i < count; ++i) {
+    out[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(offsets(start + i)) +
+                                       static_cast<std::uint32_t>(value_shift));
+  }
+}
+
+void AddOffsetTerms(const std::int32_t* lhs_offsets, const std::int32_t* row_sums, int rows,
+                    const std::int32_t* rhs_offsets, const std::int32_t* col_sums, int cols,
+                    int depth, std::int32_t* acc, int acc_stride) {
+  // Unsigned, so that wrapping is defined; the inner loop is a plain array expression the
+  // compiler vectorizes.
+  const auto* b = reinterpret_cast<const std::uint32_t*>(rhs_offsets);
+  const auto* column_sums = reinterpret_cast<const std::uint32_t*>(col_sums);
   for (int r = 0; r < rows; ++r) {
-    const std::uint32_t a =
-        static_cast<std::uint32_t>(terms.lhs_offset(row_start + r)) + terms.lhs_value_shift;
+    const auto a = static_cast<std::uint32_t>(lhs_offsets[r]);
     // a * col_sums[c] + b[c] * (row_sums[r] + depth * a): one product per term per entry.
-    const std::uint32_t row_term = static_cast<std::uint32_t>(row_sums[r]) + depth * a;
-    std::int32_t* acc_row = acc + static_cast<std::ptrdiff_t>(r) * acc_stride;
-    for (int c = 0; c < cols; ++c) {
-      const std::uint32_t b =
-          static_cast<std::uint32_t>(terms.rhs_offset(col_start + c)) + terms.rhs_value_shift;
-      acc_row[c] =
-          static_cast<std::int32_t>(static_cast<std::uint32_t>(acc_row[c]) +
-                                    a * static_cast<std::uint32_t>(col_sums[c]) + b * row_term);
-    }
+    const std::uint32_t row_term =
+        static_cast<std::uint32_t>(row_sums[r]) + static_cast<std::uint32_t>(depth) * a;
+    auto* acc_row =
+        reinterpret_cast<std::uint32_t*>(acc + static_cast<std::ptrdiff_t>(r) * acc_stride);
+    for (int c = 0; c < cols; ++c) acc_row[c] += a * column_sums[c] + b[c] * row_term;
   }
 }
 

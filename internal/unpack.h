@@ -11,23 +11,17 @@
 namespace lowbit {
 namespace internal {
 
-// The block's rows start at lhs row `row_start`, its columns at rhs column `col_start`.
-// Packing stored value - lhs_value_shift (rhs_value_shift), so the effective offsets are
-// lhs_offset + lhs_value_shift and rhs_offset + rhs_value_shift.
-struct OffsetTerms {
-  const Offsets& lhs_offset;
-  const Offsets& rhs_offset;
-  int lhs_value_shift;
-  int rhs_value_shift;
-  int depth;
-};
+// out[i] = offsets(start + i) + value_shift for i < count: the effective offsets, since packing
+// stored value - value_shift. Computed once per GEMM so that the per-entry loop reads arrays.
+void EffectiveOffsets(const Offsets& offsets, int value_shift, int start, int count,
+                      std::int32_t* out);
 
-// acc[r][c] += a[r] * col_sums[c] + b[c] * row_sums[r] + depth * a[r] * b[c], with a and b the
-// effective offsets, in wrapping int32 arithmetic: the true result fits int32 (the depth
-// guard), so the wrapped intermediate sums come back to it exactly.
-void AddOffsetTerms(const OffsetTerms& terms, int row_start, int rows, int col_start, int cols,
-                    const std::int32_t* row_sums, const std::int32_t* col_sums, std::int32_t* acc,
-                    int acc_stride);
+// acc[r][c] += a[r] * col_sums[c] + b[c] * row_sums[r] + depth * a[r] * b[c] for the block's
+// rows x cols, with a and b its effective offsets, in wrapping int32 arithmetic: the true result
+// fits int32 (the depth guard), so the wrapped intermediate sums come back to it exactly.
+void AddOffsetTerms(const std::int32_t* lhs_offsets, const std::int32_t* row_sums, int rows,
+                    const std::int32_t* rhs_offsets, const std::int32_t* col_sums, int cols,
+                    int depth, std::int32_t* acc, int acc_stride);
 
 }  // namespace internal
 }  // namespace lowbit

@@ -10,6 +10,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "internal/output_program.h"
+
 namespace lowbit {
 namespace meta {
 
@@ -55,6 +57,38 @@ void ValidatePipeline(const Pipeline& pipeline, int rows, int cols) {
       std::get<Index>(pipeline).Validate(rows, cols, "pipeline[" + std::to_string(Index) + "]");
     }
     ValidatePipeline<Index + 1>(pipeline, rows, cols);
+  }
+}
+
+// Compile is optional too: without it a stage runs on the scalar Eval path.
+template <typename Stage, typename = void>
+struct HasCompile : std::false_type {};
+template <typename Stage>
+struct HasCompile<Stage, decltype(static_cast<void>(std::declval<const Stage&>().Compile(
+                             std::declval<internal::OutputProgram*>())))> : std::true_type {};
+
+template <typename Scalar>
+constexpr internal::OutputType OutputTypeOf() {
+  if (std::is_same<Scalar, std::uint8_t>::value) return internal::OutputType::kUint8;
+  if (std::is_same<Scalar, std::int8_t>::value) return internal::OutputType::kInt8;
+  if (std::is_same<Scalar, std::int16_t>::value) return internal::OutputType::kInt16;
+  return internal::OutputType::kInt32;
+}
+
+// Describes the pipeline as an OutputProgram; false when a stage has no compiled form.
+template <std::size_t Index = 0, typename Pipeline>
+bool CompileOutputProgram(const Pipeline& pipeline, internal::OutputProgram* program) {
+  if constexpr (Index == std::tuple_size<Pipeline>::value) {
+    program->output_type = OutputTypeOf<typename PipelineOutput<Pipeline>::type>();
+    return true;
+  } else {
+    using Stage = std::tuple_element_t<Index, Pipeline>;
+    if constexpr (HasCompile<Stage>::value) {
+      return std::get<Index>(pipeline).Compile(program) &&
+             CompileOutputProgram<Index + 1>(pipeline, program);
+    } else {
+      return false;
+    }
   }
 }
 

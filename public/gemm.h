@@ -32,24 +32,21 @@ struct ResultWriter {
 
   static void Consume(const void* closure, const internal::AccumulatorBlock& block) {
     const auto& self = *static_cast<const ResultWriter*>(closure);
-    if (self.result.order() == Order::kRowMajor) {
-      for (int r = 0; r < block.rows; ++r) {
-        const std::int32_t* acc_row = block.data + static_cast<std::ptrdiff_t>(r) * block.stride;
-        const int row = block.row_start + r;
-        ResultScalar* out = &self.result(row, block.col_start);
-        for (int c = 0; c < block.cols; ++c) {
-          out[c] = meta::EvalPipeline(self.pipeline, acc_row[c], row, block.col_start + c);
-        }
-      }
-    } else {
-      for (int c = 0; c < block.cols; ++c) {
-        const int col = block.col_start + c;
-        ResultScalar* out = &self.result(block.row_start, col);
-        for (int r = 0; r < block.rows; ++r) {
-          out[r] = meta::EvalPipeline(self.pipeline,
-                                      block.data[static_cast<std::ptrdiff_t>(r) * block.stride + c],
-                                      block.row_start + r, col);
-        }
+    const bool row_major = self.result.order() == Order::kRowMajor;
+    // Lines are result rows (row-major) or columns, each `length` entries long.
+    const int lines = row_major ? block.rows : block.cols;
+    const int length = row_major ? block.cols : block.rows;
+    const std::ptrdiff_t line_step = row_major ? block.row_stride : block.col_stride;
+    const std::ptrdiff_t entry_step = row_major ? block.col_stride : block.row_stride;
+    for (int line = 0; line < lines; ++line) {
+      const std::int32_t* acc = block.data + line * line_step;
+      const int first_row = block.row_start + (row_major ? line : 0);
+      const int first_col = block.col_start + (row_major ? 0 : line);
+      ResultScalar* out = &self.result(first_row, first_col);
+      for (int i = 0; i < length; ++i) {
+        out[i] =
+            meta::EvalPipeline(self.pipeline, acc[i * entry_step], first_row + (row_major ? 0 : i),
+                               first_col + (row_major ? i : 0));
       }
     }
   }
@@ -80,8 +77,11 @@ void GemmWithOutputPipeline(Context* context, const MatrixMap<LhsScalar>& lhs,
   if (result->rows() == 0 || result->cols() == 0) return;
 
   const gemm_detail::ResultWriter<ResultScalar, std::tuple<Stages...>> writer{pipeline, *result};
-  internal::RunGemm(*context, internal::ViewOf(lhs), internal::ViewOf(rhs), lhs_offset, rhs_offset,
-                    &decltype(writer)::Consume, &writer);
+  internal::OutputProgram program;
+  const bool compiled = meta::CompileOutputProgram(pipeline, &program);
+  internal::RunGemm(
+      *context, internal::ViewOf(lhs), internal::ViewOf(rhs), lhs_offset, rhs_offset,
+      {result_view, compiled ? &program : nullptr, &decltype(writer)::Consume, &writer});
 }
 
 // The int32 accumulators themselves (an empty pipeline).

@@ -1,6 +1,8 @@
 // The built-in output stages: plain structs, applied left to right to each int32 accumulator.
 // Each has `Eval(value, row, col)` and `Validate(rows, cols, name)`; a custom stage is any struct
 // with the same members (doc/output-pipeline.md), so built-in and user stages compose alike.
+// Most also have `Compile(program)`, their description for the library's vectorized writers;
+// a pipeline with any stage lacking it runs the scalar Eval path.
 #ifndef LOWBIT_PUBLIC_OUTPUT_STAGES_H_
 #define LOWBIT_PUBLIC_OUTPUT_STAGES_H_
 
@@ -10,6 +12,7 @@
 #include <string>
 
 #include "fixedpoint/fixedpoint.h"
+#include "internal/output_program.h"
 #include "public/checks.h"
 #include "public/map.h"
 
@@ -129,6 +132,10 @@ struct OutputStageBiasAddition {
   void Validate(int rows, int cols, const std::string& name) const {
     checks::CheckChannelVector(name + ".bias", bias, axis, rows, cols);
   }
+  bool Compile(internal::OutputProgram* program) const {
+    return program->Append(
+        {internal::OutputOpcode::kAdd, internal::PerChannel(bias.data(), axis), {}, 0, 0});
+  }
   std::int32_t Eval(std::int32_t acc, int row, int col) const {
     return stage_detail::WrappingAdd(acc, bias(stage_detail::ChannelIndex(axis, row, col)));
   }
@@ -147,6 +154,11 @@ struct OutputStageQuantizeDownInt32ByFixedPoint {
                          std::numeric_limits<std::int32_t>::max());
     checks::CheckInRange(name + ".result_shift", result_shift, 0, 31);
   }
+  bool Compile(internal::OutputProgram* program) const {
+    return program->Append({internal::OutputOpcode::kScaleByFixedPoint,
+                            internal::OneValue(result_fixedpoint_multiplier),
+                            internal::OneValue(-result_shift), result_offset_after_shift, 0});
+  }
   std::int32_t Eval(std::int32_t acc, int, int) const {
     return stage_detail::ScaleByFixedPoint(acc, result_fixedpoint_multiplier, 0, result_shift,
                                            result_offset_after_shift);
@@ -163,6 +175,12 @@ struct OutputStageQuantizeDownInt32ByFixedPointPerChannel {
   void Validate(int rows, int cols, const std::string& name) const {
     stage_detail::ValidatePerChannelScale(name, result_fixedpoint_multiplier, "result_shift",
                                           result_shift, 0, 31, axis, rows, cols);
+  }
+  bool Compile(internal::OutputProgram* program) const {
+    return program->Append({internal::OutputOpcode::kScaleByFixedPoint,
+                            internal::PerChannel(result_fixedpoint_multiplier.data(), axis),
+                            internal::PerChannel(result_shift.data(), axis, /*negated=*/true),
+                            result_offset_after_shift, 0});
   }
   std::int32_t Eval(std::int32_t acc, int row, int col) const {
     const int channel = stage_detail::ChannelIndex(axis, row, col);
@@ -183,6 +201,11 @@ struct OutputStageScaleInt32ByFixedPointAndExponent {
                          std::numeric_limits<std::int32_t>::max());
     checks::CheckInRange(name + ".result_exponent", result_exponent, -31, 30);
   }
+  bool Compile(internal::OutputProgram* program) const {
+    return program->Append({internal::OutputOpcode::kScaleByFixedPoint,
+                            internal::OneValue(result_fixedpoint_multiplier),
+                            internal::OneValue(result_exponent), result_offset_after_exponent, 0});
+  }
   std::int32_t Eval(std::int32_t acc, int, int) const {
     return stage_detail::ScaleByFixedPoint(
         acc, result_fixedpoint_multiplier, std::max(result_exponent, 0),
@@ -200,6 +223,12 @@ struct OutputStageScaleInt32ByFixedPointAndExponentPerChannel {
   void Validate(int rows, int cols, const std::string& name) const {
     stage_detail::ValidatePerChannelScale(name, result_fixedpoint_multiplier, "result_exponent",
                                           result_exponent, -31, 30, axis, rows, cols);
+  }
+  bool Compile(internal::OutputProgram* program) const {
+    return program->Append({internal::OutputOpcode::kScaleByFixedPoint,
+                            internal::PerChannel(result_fixedpoint_multiplier.data(), axis),
+                            internal::PerChannel(result_exponent.data(), axis),
+                            result_offset_after_exponent, 0});
   }
   std::int32_t Eval(std::int32_t acc, int row, int col) const {
     const int channel = stage_detail::ChannelIndex(axis, row, col);
@@ -263,6 +292,14 @@ struct OutputStageShiftByPOT {
   void Validate(int, int, const std::string& name) const {
     checks::CheckInRange(name + ".exponent", exponent, -31, 31);
   }
+  // Stochastic rounding stays on the scalar path.
+  bool Compile(internal::OutputProgram* program) const {
+    if (exponent >= 0) {
+      return program->Append({internal::OutputOpcode::kSaturatingShiftLeft, {}, {}, 0, exponent});
+    }
+    return rounding == Rounding::kNearest &&
+           program->Append({internal::OutputOpcode::kRoundingShiftRight, {}, {}, 0, -exponent});
+  }
   std::int32_t Eval(std::int32_t acc, int row, int col) const {
     if (exponent >= 0) {
       return stage_detail::SaturateToInt32(static_cast<std::int64_t>(acc) *
@@ -286,12 +323,22 @@ struct OutputStageClamp {
                   "must not exceed max (" + std::to_string(max) + "), got " + std::to_string(min));
     }
   }
+  bool Compile(internal::OutputProgram* program) const {
+    return program->Append({internal::OutputOpcode::kClamp, {}, {}, min, max});
+  }
   std::int32_t Eval(std::int32_t acc, int, int) const { return std::min(std::max(acc, min), max); }
 };
 
 template <typename Narrow>
 struct SaturatingCast {
   void Validate(int, int, const std::string&) const {}
+  bool Compile(internal::OutputProgram* program) const {
+    return program->Append({internal::OutputOpcode::kClamp,
+                            {},
+                            {},
+                            std::numeric_limits<Narrow>::min(),
+                            std::numeric_limits<Narrow>::max()});
+  }
   Narrow Eval(std::int32_t acc, int, int) const {
     return static_cast<Narrow>(
         std::min<std::int32_t>(std::max<std::int32_t>(acc, std::numeric_limits<Narrow>::min()),
@@ -305,6 +352,9 @@ struct OutputStageSaturatingCastToInt16 : SaturatingCast<std::int16_t> {};
 // Keeps the low 8 bits (acc mod 256).
 struct OutputStageTruncatingCastToUint8 {
   void Validate(int, int, const std::string&) const {}
+  bool Compile(internal::OutputProgram* program) const {
+    return program->Append({internal::OutputOpcode::kTruncateToUint8, {}, {}, 0, 0});
+  }
   std::uint8_t Eval(std::int32_t acc, int, int) const {
     return static_cast<std::uint8_t>(static_cast<std::uint32_t>(acc) & 0xffU);
   }

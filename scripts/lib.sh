@@ -1,4 +1,5 @@
-# Shared by the scripts: install missing Debian packages (idempotent), and the job count.
+# Shared by the scripts: install missing Debian packages and the arm64 sysroot (both idempotent),
+# and the job count.
 install_packages() {
   local missing=()
   for package in "$@"; do
@@ -13,6 +14,33 @@ install_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
+# The arm64 builds of the test and runtime dependencies, unpacked into a sysroot rather than
+# installed: Debian's libpthreadpool-dev is not multi-arch, so its arm64 and amd64 packages
+# cannot be installed side by side. The sysroot is unpacked again only when this list changes.
+LOWBIT_AARCH64_SYSROOT_PACKAGES=(libgtest-dev libcpuinfo-dev libcpuinfo0 libpthreadpool-dev
+                                 libpthreadpool0)
+install_aarch64_sysroot() {
+  local sysroot=$1
+  local stamp="$sysroot/.packages"
+  [ "$(cat "$stamp" 2>/dev/null)" = "${LOWBIT_AARCH64_SYSROOT_PACKAGES[*]}" ] && return 0
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  # apt lists arm64 packages only for a configured foreign architecture; nothing arm64 is
+  # installed into the system.
+  dpkg --print-foreign-architectures | grep -qx arm64 || $sudo dpkg --add-architecture arm64
+  $sudo apt-get update -q
+  local downloads
+  downloads=$(mktemp -d)
+  chmod 777 "$downloads"  # apt downloads as its unprivileged _apt user
+  (cd "$downloads" && apt-get download -q "${LOWBIT_AARCH64_SYSROOT_PACKAGES[@]/%/:arm64}")
+  rm -rf "$sysroot"
+  mkdir -p "$sysroot"
+  for deb in "$downloads"/*.deb; do dpkg-deb -x "$deb" "$sysroot"; done
+  rm -rf "$downloads"
+  echo "${LOWBIT_AARCH64_SYSROOT_PACKAGES[*]}" >"$stamp"
+}
+
+LOWBIT_AARCH64_PACKAGES=(g++-aarch64-linux-gnu qemu-user)
 LOWBIT_BUILD_PACKAGES=(cmake make g++ pkg-config libgtest-dev libbenchmark-dev libcpuinfo-dev
                        libpthreadpool-dev)
 JOBS=$(nproc)

@@ -261,50 +261,44 @@ TEST_P(PipelineTest, PipelinesMatchStagesAppliedToReference) {
 INSTANTIATE_TEST_SUITE_P(Paths, PipelineTest, testing::ValuesIn(PathSettings({1, 2})),
                          PathSettingName);
 
-// The accumulator bound (doc/design.md): at the largest safe depth, with every product at its
-// extreme, the exact result is within int32 although raw kernel sums wrap many times over.
-TEST(GemmBoundTest, LargestSafeDepthIsExactAtExtremeValues) {
-  struct Extreme {
-    bool lhs_signed;
-    std::int32_t lhs_offset;
-    std::int32_t rhs_offset;
-    std::int64_t safe_depth;
-  };
-  // u8 x u8 without offsets: 255^2 per product; u8 - 128 x u8 - 128: 128^2 per product
-  // (raw sums of 255 * 255 overflow 65 times); s8 x u8 with -127 offset: |-128 - 127| * 255.
-  const Extreme extremes[] = {
-      {false, 0, 0, 33025}, {false, -128, -128, 131071}, {true, -127, 0, 33025}};
-  for (const Extreme& extreme : extremes) {
-    for (Kernel kernel : AvailableKernels()) {
-      Context context;
-      context.set_kernel(kernel);
-      const int depth = static_cast<int>(extreme.safe_depth);
-      const int rows = 3, cols = 2;
-      std::vector<std::uint8_t> lhs_u8(static_cast<std::size_t>(rows) * depth, 255);
-      std::vector<std::int8_t> lhs_s8(static_cast<std::size_t>(rows) * depth, -128);
-      std::vector<std::uint8_t> rhs(static_cast<std::size_t>(depth) * cols, 255);
-      std::vector<std::int32_t> result(rows * cols);
-      MatrixMap<std::int32_t> result_map(result.data(), rows, cols, Order::kRowMajor);
-      const MatrixMap<const std::uint8_t> rhs_map(rhs.data(), depth, cols, Order::kColMajor);
-      std::int64_t expected;
-      if (extreme.lhs_signed) {
-        const MatrixMap<const std::int8_t> lhs_map(lhs_s8.data(), rows, depth, Order::kRowMajor);
-        EXPECT_EQ(internal::LargestSafeDepth(internal::ViewOf(lhs_map), internal::ViewOf(rhs_map),
-                                             extreme.lhs_offset, extreme.rhs_offset),
-                  extreme.safe_depth);
-        Gemm(&context, lhs_map, rhs_map, &result_map, extreme.lhs_offset, extreme.rhs_offset);
-        expected = std::int64_t{depth} * (-128 + extreme.lhs_offset) * (255 + extreme.rhs_offset);
-      } else {
-        const MatrixMap<const std::uint8_t> lhs_map(lhs_u8.data(), rows, depth, Order::kRowMajor);
-        EXPECT_EQ(internal::LargestSafeDepth(internal::ViewOf(lhs_map), internal::ViewOf(rhs_map),
-                                             extreme.lhs_offset, extreme.rhs_offset),
-                  extreme.safe_depth);
-        Gemm(&context, lhs_map, rhs_map, &result_map, extreme.lhs_offset, extreme.rhs_offset);
-        expected = std::int64_t{depth} * (255 + extreme.lhs_offset) * (255 + extreme.rhs_offset);
-      }
-      for (std::int32_t entry : result) ASSERT_EQ(entry, expected) << KernelName(kernel);
-    }
+// One extreme: every lhs entry `lhs_value`, every rhs entry `rhs_value`, at the largest depth
+// the offsets allow, so that every product is as large as the bound assumes.
+template <typename Lhs, typename Rhs>
+void CheckExtreme(Lhs lhs_value, Rhs rhs_value, std::int32_t lhs_offset, std::int32_t rhs_offset,
+                  std::int64_t safe_depth) {
+  const int depth = static_cast<int>(safe_depth);
+  const int rows = 3, cols = 2;
+  const std::vector<Lhs> lhs(static_cast<std::size_t>(rows) * depth, lhs_value);
+  const std::vector<Rhs> rhs(static_cast<std::size_t>(depth) * cols, rhs_value);
+  const MatrixMap<const Lhs> lhs_map(lhs.data(), rows, depth, Order::kRowMajor);
+  const MatrixMap<const Rhs> rhs_map(rhs.data(), depth, cols, Order::kColMajor);
+  ASSERT_EQ(internal::LargestSafeDepth(internal::ViewOf(lhs_map), internal::ViewOf(rhs_map),
+                                       lhs_offset, rhs_offset),
+            safe_depth);
+  const std::int64_t expected =
+      std::int64_t{depth} * (lhs_value + lhs_offset) * (rhs_value + rhs_offset);
+  for (Kernel kernel : AvailableKernels()) {
+    Context context;
+    context.set_kernel(kernel);
+    std::vector<std::int32_t> result(rows * cols);
+    MatrixMap<std::int32_t> result_map(result.data(), rows, cols, Order::kRowMajor);
+    Gemm(&context, lhs_map, rhs_map, &result_map, lhs_offset, rhs_offset);
+    for (std::int32_t entry : result) ASSERT_EQ(entry, expected) << KernelName(kernel);
   }
+}
+
+// The accumulator bound (doc/design.md): at the largest safe depth, with every product at its
+// extreme, the exact result is within int32 although raw kernel sums may wrap many times over.
+TEST(GemmBoundTest, LargestSafeDepthIsExactAtExtremeValues) {
+  // 255 * 255 per product, no offsets.
+  CheckExtreme<std::uint8_t, std::uint8_t>(255, 255, 0, 0, 33025);
+  // (255 - 128)^2 per product while the raw sums of 255 * 255 overflow 65 times.
+  CheckExtreme<std::uint8_t, std::uint8_t>(255, 255, -128, -128, 131071);
+  // 0 - 128 on both sides: kernels that store uint8 as value - 128 multiply -128 by -128.
+  CheckExtreme<std::uint8_t, std::uint8_t>(0, 0, -128, -128, 131071);
+  CheckExtreme<std::int8_t, std::int8_t>(-128, -128, 0, 0, 131071);
+  // |-128 - 127| * 255 per product: an int8 lhs against a uint8 rhs.
+  CheckExtreme<std::int8_t, std::uint8_t>(-128, 255, -127, 0, 33025);
 }
 
 TEST(GemmEntryPointTest, ClassicUint8GemmMatchesItsPipeline) {

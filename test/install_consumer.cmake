@@ -8,15 +8,20 @@ function(run)
   endif()
 endfunction()
 run(${CMAKE_COMMAND} --install ${LOWBIT_BINARY_DIR} --prefix ${WORK_DIR}/prefix)
+set(options "")
 # A sanitized library needs a sanitized program to link into.
-set(flags "")
 if(LOWBIT_SANITIZE)
-  set(flags "-fsanitize=${LOWBIT_SANITIZE}")
+  list(APPEND options -DCMAKE_CXX_FLAGS=-fsanitize=${LOWBIT_SANITIZE}
+                      -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=${LOWBIT_SANITIZE})
+endif()
+# A cross-compiled library needs a program built with the same toolchain (whose own flags
+# stay in force) and run under its emulator.
+if(LOWBIT_TOOLCHAIN_FILE)
+  list(APPEND options -DCMAKE_TOOLCHAIN_FILE=${LOWBIT_TOOLCHAIN_FILE})
 endif()
 foreach(linkage IN ITEMS shared static)
   run(${CMAKE_COMMAND} -S ${LOWBIT_SOURCE_DIR}/examples/consumer -B ${WORK_DIR}/build-${linkage}
-      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DLOWBIT_LINKAGE=${linkage}
-      -DCMAKE_CXX_FLAGS=${flags} -DCMAKE_EXE_LINKER_FLAGS=${flags})
+      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DLOWBIT_LINKAGE=${linkage} ${options})
   run(${CMAKE_COMMAND} --build ${WORK_DIR}/build-${linkage})
-  run(${WORK_DIR}/build-${linkage}/consumer)
+  run(${LOWBIT_EMULATOR} ${WORK_DIR}/build-${linkage}/consumer)
 endforeach()

@@ -1,0 +1,153 @@
+// The aarch64 NEON micro-kernel (4x4 tile, int8 operands, depth in groups of 16) and its
+// packing. Exact for full-range uint8 and int8: every product is widened before it is summed.
+#include <arm_neon.h>
+
+#include <cstdint>
+
+#include "internal/kernel.h"
+#include "internal/pack.h"
+
+namespace lowbit {
+namespace internal {
+namespace {
+
+// uint8 sources are packed as value - 128 (PackedValueShift), so every packed value is in
+// [-128, 127] and every product in [-16256, 16384]: one product fits int16, but two of
+// -128 * -128 do not, which is why the kernel never adds two products in int16.
+constexpr KernelFormat kNeonFormat{4, 4, 16, PackedType::kInt8};
+constexpr int kGroup = kNeonFormat.depth_group;
+
+// One group of 16 source values along the depth, as packed int8.
+int8x16_t LoadGroup(const void* source, ElementType type) {
+  if (type == ElementType::kUint8) {
+    // value - 128 is value with its top bit flipped, read as int8.
+    const uint8x16_t raw = vld1q_u8(static_cast<const std::uint8_t*>(source));
+    return vreinterpretq_s8_u8(veorq_u8(raw, vdupq_n_u8(0x80)));
+  }
+  return vld1q_s8(static_cast<const std::int8_t*>(source));
+}
+
+std::int8_t PackedValue(const MatrixView& source, int row, int col, int value_shift) {
+  const std::int32_t value = source.type == ElementType::kUint8
+                                 ? LoadSource<std::uint8_t>(source, row, col)
+                                 : LoadSource<std::int8_t>(source, row, col);
+  return static_cast<std::int8_t>(value - value_shift);
+}
+
+// The packer when each row's depth values are contiguous (a row-major lhs, a column-major rhs):
+// whole groups are loaded, shifted and stored with NEON, and summed on the way. The last,
+// partial group of a row is assembled in a zero-filled buffer so its padding stays zero.
+void PackContiguousDepth(const MatrixView& source, int panel_width, int start, int count,
+                         int depth_start, int depth, void* packed, std::int32_t* sums) {
+  const int value_shift = PackedValueShift(kNeonFormat.packed_type, source.type);
+  const int padded_depth = RoundUp(depth, kGroup);
+  auto* out = static_cast<std::int8_t*>(packed);
+  for (int panel_start = 0; panel_start < count; panel_start += panel_width) {
+    for (int i = 0; i < panel_width; ++i) {
+      const int row = panel_start + i;
+      // Row i's group g goes after g groups of the whole panel and i rows of group g.
+      std::int8_t* row_out = out + static_cast<std::ptrdiff_t>(panel_start) * padded_depth +
+                             static_cast<std::ptrdiff_t>(i) * kGroup;
+      const std::ptrdiff_t row_step = static_cast<std::ptrdiff_t>(panel_width) * kGroup;
+      if (row >= count) {
+        for (int group = 0; group < padded_depth; group += kGroup, row_out += row_step) {
+          vst1q_s8(row_out, vdupq_n_s8(0));
+        }
+        continue;
+      }
+      // Both source types are one byte per value.
+      const auto* row_source = static_cast<const std::uint8_t*>(source.data) +
+                               static_cast<std::ptrdiff_t>(start + row) * source.stride +
+                               depth_start;
+      // Each lane sums at most depth / 4 values of magnitude 128: far from int32's limit for
+      // any depth the GEMM accepts.
+      int32x4_t row_sum = vdupq_n_s32(0);
+      for (int group = 0; group < padded_depth; group += kGroup, row_out += row_step) {
+        int8x16_t values;
+        if (group + kGroup <= depth) {
+          values = LoadGroup(row_source + group, source.type);
+        } else {
+          std::int8_t partial[kGroup] = {};
+          for (int d = group; d < depth; ++d) {
+            partial[d - group] = PackedValue(source, start + row, depth_start + d, value_shift);
+          }
+          values = vld1q_s8(partial);
+        }
+        vst1q_s8(row_out, values);
+        row_sum = vpadalq_s16(row_sum, vpaddlq_s8(values));
+      }
+      sums[row] += vaddvq_s32(row_sum);
+    }
+  }
+}
+
+void PackNeon(const MatrixView& source, int panel_width, int start, int count, int depth_start,
+              int depth, void* packed, std::int32_t* sums) {
+  if (source.order == Order::kRowMajor) {
+    PackContiguousDepth(source, panel_width, start, count, depth_start, depth, packed, sums);
+  } else {
+    PackWithFormat<std::int8_t>(source, kNeonFormat, panel_width, start, count, depth_start, depth,
+                                packed, sums);
+  }
+}
+
+void PackLhsNeon(const MatrixView& source, int start, int count, int depth_start, int depth,
+                 void* packed, std::int32_t* sums) {
+  PackNeon(source, kNeonFormat.lhs_rows, start, count, depth_start, depth, packed, sums);
+}
+
+void PackRhsNeon(const MatrixView& source, int start, int count, int depth_start, int depth,
+                 void* packed, std::int32_t* sums) {
+  PackNeon(source, kNeonFormat.rhs_cols, start, count, depth_start, depth, packed, sums);
+}
+
+// Per group, each of the 16 (row, column) pairs multiplies 16 int8 values into int16
+// (vmull_s8, exact) and adds adjacent pairs of products into its four int32 lanes
+// (vpadalq_s16, exact: a pair is at most 32768 in magnitude). Not vmlal_s8: it sums two
+// products in int16 and overflows for -128 * -128 + -128 * -128. The lanes wrap like every
+// int32 sum of the library; the final horizontal adds fold the four lanes into one.
+void MicroKernelNeon(const void* lhs_panel, const void* rhs_panel, int padded_depth,
+                     std::int32_t* acc, int acc_stride, bool accumulate) {
+  constexpr int kRows = kNeonFormat.lhs_rows;
+  constexpr int kCols = kNeonFormat.rhs_cols;
+  const auto* lhs = static_cast<const std::int8_t*>(lhs_panel);
+  const auto* rhs = static_cast<const std::int8_t*>(rhs_panel);
+  int32x4_t lanes[kRows][kCols];
+  for (int i = 0; i < kRows; ++i) {
+    for (int j = 0; j < kCols; ++j) lanes[i][j] = vdupq_n_s32(0);
+  }
+  for (int group = 0; group < padded_depth; group += kGroup) {
+    int8x16_t lhs_rows[kRows];
+    int8x16_t rhs_cols[kCols];
+    for (int i = 0; i < kRows; ++i) lhs_rows[i] = vld1q_s8(lhs + i * kGroup);
+    for (int j = 0; j < kCols; ++j) rhs_cols[j] = vld1q_s8(rhs + j * kGroup);
+    for (int i = 0; i < kRows; ++i) {
+      for (int j = 0; j < kCols; ++j) {
+        const int16x8_t low = vmull_s8(vget_low_s8(lhs_rows[i]), vget_low_s8(rhs_cols[j]));
+        const int16x8_t high = vmull_high_s8(lhs_rows[i], rhs_cols[j]);
+        lanes[i][j] = vpadalq_s16(vpadalq_s16(lanes[i][j], low), high);
+      }
+    }
+    lhs += kRows * kGroup;
+    rhs += kCols * kGroup;
+  }
+  for (int i = 0; i < kRows; ++i) {
+    // [sum of lanes[i][0], ..., sum of lanes[i][3]]: row i of the tile.
+    int32x4_t row =
+        vpaddq_s32(vpaddq_s32(lanes[i][0], lanes[i][1]), vpaddq_s32(lanes[i][2], lanes[i][3]));
+    std::int32_t* out = acc + static_cast<std::ptrdiff_t>(i) * acc_stride;
+    if (accumulate) row = vaddq_s32(row, vld1q_s32(out));
+    vst1q_s32(out, row);
+  }
+}
+
+}  // namespace
+
+const KernelImplementation& NeonKernel() {
+  static const KernelImplementation implementation{Kernel::kNeon, kNeonFormat, &PackLhsNeon,
+                                                   &PackRhsNeon, &MicroKernelNeon};
+  return implementation;
+}
+
+}  // namespace internal
+}  // namespace lowbit

@@ -1,0 +1,27 @@
+// Unpacking's vectorized half: per-ISA writers that run an OutputProgram over a block of final
+// accumulators and store the results, bit for bit as the stages' scalar Eval would.
+#ifndef LOWBIT_INTERNAL_OUTPUT_H_
+#define LOWBIT_INTERNAL_OUTPUT_H_
+
+#include "internal/driver.h"
+#include "internal/output_program.h"
+#include "public/context.h"
+
+namespace lowbit {
+namespace internal {
+
+using OutputWriter = void (*)(const OutputProgram& program, const AccumulatorBlock& block,
+                              const MatrixView& result);
+
+// The writer of the kernel's ISA, or null where there is none (the scalar pipeline runs).
+OutputWriter OutputWriterFor(Kernel kernel);
+
+#if defined(__x86_64__)
+void WriteOutputAvx2(const OutputProgram& program, const AccumulatorBlock& block,
+                     const MatrixView& result);
+#endif
+
+}  // namespace internal
+}  // namespace lowbit
+
+#endif  // LOWBIT_INTERNAL_OUTPUT_H_

@@ -1,0 +1,224 @@
+// SSE4.1 packing into int16 depth pairs (see pack_x86.h), compiled with -msse4.1: widens 8-bit
+// sources to int16 and transposes them so that each row's (d, d + 1) pair is one int32 lane.
+#include <smmintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "internal/pack_x86.h"
+
+namespace lowbit {
+namespace internal {
+namespace {
+
+constexpr int kMaxPanelWidth = 16;
+
+// Local rather than std::min / std::clamp: an inline function from a header, compiled here with
+// -msse4.1, could be the copy the linker keeps for code that runs on any x86-64.
+constexpr int Min(int a, int b) { return a < b ? a : b; }
+constexpr int Clamp(int value, int low, int high) { return value < low ? low : Min(value, high); }
+
+template <bool kSigned>
+__m128i WidenLow8(__m128i bytes) {
+  return kSigned ? _mm_cvtepi8_epi16(bytes) : _mm_cvtepu8_epi16(bytes);
+}
+
+// `available` (at most 8) bytes from `source` in the low lanes, zeros above: a full 8-byte
+// load where possible, never a read past the data.
+inline __m128i LoadUpTo8Bytes(const std::uint8_t* source, int available) {
+  if (available >= 8) return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(source));
+  std::uint64_t bytes = 0;
+  int loaded = 0;
+  if (available >= 4) {
+    std::uint32_t low;
+    std::memcpy(&low, source, sizeof(low));
+    bytes = low;
+    loaded = 4;
+  }
+  for (; loaded < available; ++loaded) bytes |= std::uint64_t{source[loaded]} << (8 * loaded);
+  return _mm_cvtsi64_si128(static_cast<long long>(bytes));
+}
+
+inline void StoreLow64(std::int16_t* out, __m128i value) {
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(out), value);
+}
+inline void StoreHigh64(std::int16_t* out, __m128i value) {
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm_unpackhi_epi64(value, value));
+}
+
+// Adds lane i of `row_sums` to sums[i] for the first `rows` (at most 4) lanes.
+inline void AddLanes(__m128i row_sums, int rows, std::int32_t* sums) {
+  alignas(16) std::int32_t lanes[4];
+  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), row_sums);
+  for (int i = 0; i < rows; ++i) sums[i] += lanes[i];
+}
+
+// The (d, d + 1) pairs of depth d .. d + 7 of `row`, widened to int16; zeros past the depth and
+// for a missing row (null). kFull: the row is there and all 8 values are within the depth.
+template <bool kSigned, bool kFull>
+inline __m128i RowPairs(const std::uint8_t* row, int d, int depth) {
+  if (kFull) {
+    return WidenLow8<kSigned>(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + d)));
+  }
+  return row == nullptr ? _mm_setzero_si128()
+                        : WidenLow8<kSigned>(LoadUpTo8Bytes(row + d, depth - d));
+}
+
+// Four rows x four pairs transposed into four groups of the four rows' pairs; stores the first
+// `groups` of them and adds each row's values to its lane of row_sums.
+template <bool kSigned, bool kFull>
+inline void Pack4Rows(const std::uint8_t* const row[4], int d, int depth, int groups,
+                      int group_stride, std::int16_t* out, __m128i* row_sums) {
+  const __m128i row0 = RowPairs<kSigned, kFull>(row[0], d, depth);
+  const __m128i row1 = RowPairs<kSigned, kFull>(row[1], d, depth);
+  const __m128i row2 = RowPairs<kSigned, kFull>(row[2], d, depth);
+  const __m128i row3 = RowPairs<kSigned, kFull>(row[3], d, depth);
+  const __m128i rows01_lo = _mm_unpacklo_epi32(row0, row1);
+  const __m128i rows23_lo = _mm_unpacklo_epi32(row2, row3);
+  const __m128i rows01_hi = _mm_unpackhi_epi32(row0, row1);
+  const __m128i rows23_hi = _mm_unpackhi_epi32(row2, row3);
+  const __m128i group0 = _mm_unpacklo_epi64(rows01_lo, rows23_lo);
+  const __m128i group1 = _mm_unpackhi_epi64(rows01_lo, rows23_lo);
+  const __m128i group2 = _mm_unpacklo_epi64(rows01_hi, rows23_hi);
+  const __m128i group3 = _mm_unpackhi_epi64(rows01_hi, rows23_hi);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), group0);
+  if (kFull || groups > 1) _mm_storeu_si128(reinterpret_cast<__m128i*>(out + group_stride), group1);
+  if (kFull || groups > 2) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * group_stride), group2);
+  }
+  if (kFull || groups > 3) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 3 * group_stride), group3);
+  }
+  // Each int16 lane sums 4 values of at most 255 in magnitude: no overflow.
+  const __m128i sum4 = _mm_add_epi16(_mm_add_epi16(group0, group1), _mm_add_epi16(group2, group3));
+  *row_sums = _mm_add_epi32(*row_sums, _mm_madd_epi16(sum4, _mm_set1_epi16(1)));
+}
+
+// The same for two rows (the last two of a 6-row panel): a group is 8 bytes.
+template <bool kSigned, bool kFull>
+inline void Pack2Rows(const std::uint8_t* const row[4], int d, int depth, int groups,
+                      int group_stride, std::int16_t* out, __m128i* row_sums) {
+  const __m128i row0 = RowPairs<kSigned, kFull>(row[0], d, depth);
+  const __m128i row1 = RowPairs<kSigned, kFull>(row[1], d, depth);
+  const __m128i groups01 = _mm_unpacklo_epi32(row0, row1);
+  const __m128i groups23 = _mm_unpackhi_epi32(row0, row1);
+  StoreLow64(out, groups01);
+  if (kFull || groups > 1) StoreHigh64(out + group_stride, groups01);
+  if (kFull || groups > 2) StoreLow64(out + 2 * group_stride, groups23);
+  if (kFull || groups > 3) StoreHigh64(out + 3 * group_stride, groups23);
+  // Lanes hold rows 0, 1, 0, 1: fold the upper half onto the lower.
+  const __m128i sum2 = _mm_madd_epi16(_mm_add_epi16(groups01, groups23), _mm_set1_epi16(1));
+  *row_sums = _mm_add_epi32(*row_sums, _mm_add_epi32(sum2, _mm_srli_si128(sum2, 8)));
+}
+
+// One panel of a source whose rows run along the depth (row-major view): 8 depth values of 4
+// (or 2) rows at a time, widened to 4 pairs per row, then transposed pair-wise. Whole rows and
+// whole steps of 8 take the branch-free path; the depth tail and missing rows the careful one.
+template <bool kSigned>
+void PackPanelDepthContiguous(const std::uint8_t* rows_base, std::ptrdiff_t stride, int width,
+                              int rows, int depth, std::int16_t* out, std::int32_t* sums) {
+  const int groups = (depth + 1) / 2;
+  const int group_stride = width * 2;
+  for (int chunk = 0; chunk < width; chunk += 4) {
+    const bool four_rows = width - chunk >= 4;
+    const int valid_rows = Clamp(rows - chunk, 0, four_rows ? 4 : 2);
+    const std::uint8_t* row[4] = {};
+    for (int r = 0; r < valid_rows; ++r) row[r] = rows_base + (chunk + r) * stride;
+    __m128i row_sums = _mm_setzero_si128();
+    std::int16_t* chunk_out = out + chunk * 2;
+    int d = 0;
+    if (valid_rows == (four_rows ? 4 : 2)) {
+      for (; d + 8 <= depth; d += 8) {
+        std::int16_t* step_out = chunk_out + (d / 2) * group_stride;
+        if (four_rows) {
+          Pack4Rows<kSigned, true>(row, d, depth, 4, group_stride, step_out, &row_sums);
+        } else {
+          Pack2Rows<kSigned, true>(row, d, depth, 4, group_stride, step_out, &row_sums);
+        }
+      }
+    }
+    for (; d < depth; d += 8) {
+      std::int16_t* step_out = chunk_out + (d / 2) * group_stride;
+      const int step_groups = Min(4, groups - d / 2);
+      if (four_rows) {
+        Pack4Rows<kSigned, false>(row, d, depth, step_groups, group_stride, step_out, &row_sums);
+      } else {
+        Pack2Rows<kSigned, false>(row, d, depth, step_groups, group_stride, step_out, &row_sums);
+      }
+    }
+    AddLanes(row_sums, valid_rows, sums + chunk);
+  }
+}
+
+// One panel of a source whose rows are adjacent in memory for a fixed depth (column-major
+// view): the bytes of depth d and d + 1 interleave into pairs, which then widen to int16.
+template <bool kSigned>
+void PackPanelRowsContiguous(const std::uint8_t* depth_base, std::ptrdiff_t stride, int width,
+                             int rows, int depth, std::int16_t* out, std::int32_t* sums) {
+  const int group_stride = width * 2;
+  const __m128i ones = _mm_set1_epi16(1);
+  __m128i row_sums[kMaxPanelWidth / 4];
+  for (__m128i& sum : row_sums) sum = _mm_setzero_si128();
+  for (int d = 0; d < depth; d += 2) {
+    const std::uint8_t* first = depth_base + d * stride;
+    std::int16_t* group_out = out + (d / 2) * group_stride;
+    for (int chunk = 0; chunk < width; chunk += 8) {
+      const int available = rows - chunk;
+      const __m128i first_bytes = LoadUpTo8Bytes(first + chunk, available);
+      const __m128i second_bytes =
+          d + 1 < depth ? LoadUpTo8Bytes(first + stride + chunk, available) : _mm_setzero_si128();
+      const __m128i interleaved = _mm_unpacklo_epi8(first_bytes, second_bytes);
+      const __m128i low = WidenLow8<kSigned>(interleaved);
+      const __m128i high = WidenLow8<kSigned>(_mm_srli_si128(interleaved, 8));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(group_out + chunk * 2), low);
+      row_sums[chunk / 4] = _mm_add_epi32(row_sums[chunk / 4], _mm_madd_epi16(low, ones));
+      if (width - chunk >= 8) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(group_out + chunk * 2 + 8), high);
+      } else if (width - chunk > 4) {
+        StoreLow64(group_out + chunk * 2 + 8, high);
+      }
+      if (width - chunk > 4) {
+        row_sums[chunk / 4 + 1] =
+            _mm_add_epi32(row_sums[chunk / 4 + 1], _mm_madd_epi16(high, ones));
+      }
+    }
+  }
+  for (int chunk = 0; chunk < width; chunk += 4) {
+    AddLanes(row_sums[chunk / 4], Clamp(rows - chunk, 0, Min(4, width - chunk)), sums + chunk);
+  }
+}
+
+template <bool kSigned>
+void PackAll(const MatrixView& source, int width, int start, int count, int depth_start, int depth,
+             std::int16_t* out, std::int32_t* sums) {
+  const auto* data = static_cast<const std::uint8_t*>(source.data);
+  const std::ptrdiff_t stride = source.stride;
+  const int padded_depth = (depth + 1) / 2 * 2;
+  for (int panel_start = 0; panel_start < count; panel_start += width) {
+    const int rows = Min(width, count - panel_start);
+    const int first_row = start + panel_start;
+    if (source.order == Order::kRowMajor) {
+      PackPanelDepthContiguous<kSigned>(data + first_row * stride + depth_start, stride, width,
+                                        rows, depth, out, sums + panel_start);
+    } else {
+      PackPanelRowsContiguous<kSigned>(data + depth_start * stride + first_row, stride, width, rows,
+                                       depth, out, sums + panel_start);
+    }
+    out += static_cast<std::ptrdiff_t>(width) * padded_depth;
+  }
+}
+
+}  // namespace
+
+void PackInt16PairsSse41(const MatrixView& source, int panel_width, int start, int count,
+                         int depth_start, int depth, void* packed, std::int32_t* sums) {
+  auto* out = static_cast<std::int16_t*>(packed);
+  if (source.type == ElementType::kInt8) {
+    PackAll<true>(source, panel_width, start, count, depth_start, depth, out, sums);
+  } else {
+    PackAll<false>(source, panel_width, start, count, depth_start, depth, out, sums);
+  }
+}
+
+}  // namespace internal
+}  // namespace lowbit

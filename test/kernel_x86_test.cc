@@ -1,0 +1,211 @@
+// The x86 packing routine and micro-kernels (SSE4.1, AVX2), tested directly: packed layout and
+// row sums against the portable packer, tile sums against a 64-bit dot product at extreme
+// values, at depths that are not a multiple of the depth group and where int32 sums wrap.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "internal/kernel.h"
+#include "internal/pack.h"
+#include "public/lowbit.h"
+
+namespace lowbit {
+namespace test {
+namespace {
+
+using internal::ElementType;
+using internal::KernelFormat;
+using internal::KernelImplementation;
+using internal::MatrixView;
+using internal::PackFunction;
+
+std::vector<Kernel> X86Kernels() {
+  std::vector<Kernel> kernels;
+  for (Kernel kernel : AvailableKernels()) {
+    if (kernel == Kernel::kSse41 || kernel == Kernel::kAvx2) kernels.push_back(kernel);
+  }
+  return kernels;
+}
+
+// A rows x cols uint8 or int8 matrix in either storage order with a padded stride; `fill`
+// gives the raw byte of entry (row, col).
+struct SourceMatrix {
+  std::vector<std::uint8_t> bytes;
+  MatrixView view;
+
+  template <typename Fill>
+  SourceMatrix(int rows, int cols, Order order, ElementType type, int padding, Fill fill) {
+    const int stride = (order == Order::kRowMajor ? cols : rows) + padding;
+    bytes.assign(static_cast<std::size_t>(stride) * (order == Order::kRowMajor ? rows : cols),
+                 0x5a);
+    for (int r = 0; r < rows; ++r) {
+      for (int c = 0; c < cols; ++c) {
+        const std::size_t index = order == Order::kRowMajor
+                                      ? static_cast<std::size_t>(r) * stride + c
+                                      : static_cast<std::size_t>(c) * stride + r;
+        bytes[index] = fill(r, c);
+      }
+    }
+    view = MatrixView{bytes.data(), type, rows, cols, order, stride};
+  }
+
+  std::int64_t Value(int row, int col) const {
+    const std::uint8_t byte =
+        bytes[view.order == Order::kRowMajor ? static_cast<std::size_t>(row) * view.stride + col
+                                             : static_cast<std::size_t>(col) * view.stride + row];
+    return view.type == ElementType::kInt8 ? static_cast<std::int8_t>(byte) : byte;
+  }
+};
+
+std::size_t PackedCount(int count, int width, int depth, const KernelFormat& format) {
+  return static_cast<std::size_t>((count + width - 1) / width) * width *
+         internal::RoundUp(depth, format.depth_group);
+}
+
+// The kernel's packer must write exactly what the portable packer writes, and add the same
+// row sums, for every panel fill, depth tail, storage order, type and source offset.
+TEST(KernelX86Test, PackingMatchesPortablePacker) {
+  std::mt19937 random(7);
+  for (Kernel kernel : X86Kernels()) {
+    const KernelImplementation& implementation = internal::GetKernelImplementation(kernel);
+    const KernelFormat& format = implementation.format;
+    for (bool lhs_side : {true, false}) {
+      const int width = lhs_side ? format.lhs_rows : format.rhs_cols;
+      const PackFunction pack = lhs_side ? implementation.pack_lhs : implementation.pack_rhs;
+      for (Order order : {Order::kRowMajor, Order::kColMajor}) {
+        for (ElementType type : {ElementType::kUint8, ElementType::kInt8}) {
+          for (int count : {1, width - 1, width, width + 1, 2 * width + 3}) {
+            for (int depth : {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 64, 67}) {
+              for (int depth_start : {0, 5}) {
+                const int start = 2;
+                const SourceMatrix source(start + count + 1, depth_start + depth + 1, order, type,
+                                          3, [&](int, int) { return random() & 0xff; });
+                const std::size_t size = PackedCount(count, width, depth, format);
+                std::vector<std::int16_t> expected(size + 1, 77), packed(size + 1, 77);
+                std::vector<std::int32_t> expected_sums(count, 1000), sums(count, 1000);
+                internal::PackWithFormat<std::int16_t>(source.view, format, width, start, count,
+                                                       depth_start, depth, expected.data(),
+                                                       expected_sums.data());
+                pack(source.view, start, count, depth_start, depth, packed.data(), sums.data());
+                ASSERT_EQ(packed, expected)
+                    << KernelName(kernel) << (lhs_side ? " lhs" : " rhs") << " count " << count
+                    << " depth " << depth << " start " << depth_start
+                    << (order == Order::kRowMajor ? " row-major" : " col-major")
+                    << (type == ElementType::kInt8 ? " int8" : " uint8");
+                ASSERT_EQ(sums, expected_sums)
+                    << KernelName(kernel) << " count " << count << " depth " << depth;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+struct Operands {
+  ElementType lhs_type;
+  ElementType rhs_type;
+  // Raw bytes of lhs(row, d) and rhs(d, col).
+  std::uint8_t (*lhs)(int row, int d);
+  std::uint8_t (*rhs)(int d, int col);
+  const char* name;
+};
+
+std::uint8_t Byte255(int, int) { return 255; }
+std::uint8_t ByteMinus128(int, int) { return 0x80; }
+std::uint8_t Mixed(int a, int b) {
+  const std::uint8_t extremes[] = {0, 255, 0x80, 0x7f, 1};
+  return extremes[(a * 7 + b * 3) % 5];
+}
+std::uint8_t Pseudorandom(int a, int b) {
+  return static_cast<std::uint8_t>((a * 2654435761U + b * 40503U) >> 11);
+}
+
+// Packs an lhs_rows x depth lhs and a depth x rhs_cols rhs with the kernel's own packers, runs
+// the micro-kernel (store, then accumulate) and compares every tile entry with the 64-bit dot
+// product taken modulo 2^32; entries beyond the tile must stay untouched.
+void CheckMicroKernel(const KernelImplementation& implementation, const Operands& operands,
+                      int depth) {
+  const KernelFormat& format = implementation.format;
+  const int rows = format.lhs_rows, cols = format.rhs_cols;
+  const SourceMatrix lhs(rows, depth, Order::kRowMajor, operands.lhs_type, 0, operands.lhs);
+  // The rhs is packed through its transpose (cols x depth), as the driver does.
+  const SourceMatrix rhs_transposed(cols, depth, Order::kColMajor, operands.rhs_type, 1,
+                                    [&](int c, int d) { return operands.rhs(d, c); });
+  std::vector<std::int16_t> packed_lhs(PackedCount(rows, rows, depth, format));
+  std::vector<std::int16_t> packed_rhs(PackedCount(cols, cols, depth, format));
+  std::vector<std::int32_t> row_sums(rows), col_sums(cols);
+  implementation.pack_lhs(lhs.view, 0, rows, 0, depth, packed_lhs.data(), row_sums.data());
+  implementation.pack_rhs(rhs_transposed.view, 0, cols, 0, depth, packed_rhs.data(),
+                          col_sums.data());
+  // Both x86 kernels store values unshifted, so the tile is the plain product.
+  ASSERT_EQ(internal::PackedValueShift(format.packed_type, ElementType::kUint8), 0);
+
+  const int acc_stride = cols + 5;
+  constexpr std::int32_t kSentinel = -12345;
+  std::vector<std::int32_t> acc(static_cast<std::size_t>(rows) * acc_stride, kSentinel);
+  const int padded_depth = internal::RoundUp(depth, format.depth_group);
+  for (bool accumulate : {false, true}) {
+    implementation.micro_kernel(packed_lhs.data(), packed_rhs.data(), padded_depth, acc.data(),
+                                acc_stride, accumulate);
+    for (int r = 0; r < rows; ++r) {
+      for (int c = 0; c < acc_stride; ++c) {
+        const std::int32_t entry = acc[static_cast<std::size_t>(r) * acc_stride + c];
+        if (c >= cols) {
+          ASSERT_EQ(entry, kSentinel) << "written outside the tile at (" << r << ", " << c << ")";
+          continue;
+        }
+        std::int64_t sum = 0;
+        for (int d = 0; d < depth; ++d) sum += lhs.Value(r, d) * rhs_transposed.Value(c, d);
+        const std::uint64_t times = accumulate ? 2 : 1;
+        const auto expected = static_cast<std::int32_t>(
+            static_cast<std::uint32_t>(static_cast<std::uint64_t>(sum) * times));
+        ASSERT_EQ(entry, expected)
+            << KernelName(implementation.kernel) << " " << operands.name << " depth " << depth
+            << " entry (" << r << ", " << c << ")" << (accumulate ? " accumulating" : "");
+      }
+    }
+  }
+}
+
+const Operands kOperands[] = {
+    {ElementType::kUint8, ElementType::kUint8, &Byte255, &Byte255, "uint8 255 x 255"},
+    {ElementType::kInt8, ElementType::kInt8, &ByteMinus128, &ByteMinus128, "int8 -128 x -128"},
+    {ElementType::kUint8, ElementType::kInt8, &Byte255, &ByteMinus128, "uint8 255 x int8 -128"},
+    {ElementType::kInt8, ElementType::kUint8, &Mixed, &Mixed, "mixed extremes"},
+    {ElementType::kUint8, ElementType::kInt8, &Pseudorandom, &Pseudorandom, "pseudorandom"},
+};
+
+TEST(KernelX86Test, MicroKernelMatchesDotProductAtExtremeValues) {
+  for (Kernel kernel : X86Kernels()) {
+    for (const Operands& operands : kOperands) {
+      for (int depth : {1, 2, 3, 5, 16, 17, 63, 64, 1001}) {
+        CheckMicroKernel(internal::GetKernelImplementation(kernel), operands, depth);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// Raw sums past the int32 range must wrap exactly: 255 * 255 * 66051 is 2^32 - 1021, and
+// 16384 * 131072 is 2^31, which wraps to INT32_MIN; odd depths leave a padded last pair.
+TEST(KernelX86Test, MicroKernelSumsWrapAtTheInt32Limit) {
+  for (Kernel kernel : X86Kernels()) {
+    const KernelImplementation& implementation = internal::GetKernelImplementation(kernel);
+    CheckMicroKernel(implementation, kOperands[0], 33025);
+    CheckMicroKernel(implementation, kOperands[0], 66051);
+    CheckMicroKernel(implementation, kOperands[1], 131072);
+    CheckMicroKernel(implementation, kOperands[1], 131073);
+    CheckMicroKernel(implementation, kOperands[2], 131071);
+    if (HasFatalFailure()) return;
+  }
+}
+
+}  // namespace
+}  // namespace test
+}  // namespace lowbit

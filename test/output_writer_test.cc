@@ -1,0 +1,148 @@
+// The vectorized output writers against the stages' scalar Eval, at the values where rounding,
+// saturation and wrapping decide: INT32 extremes, exact ties, every shift, every tail length,
+// both block layouts and both result orders.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "internal/output.h"
+#include "public/lowbit.h"
+
+namespace lowbit {
+namespace {
+
+std::vector<std::int32_t> EdgeValues() {
+  std::vector<std::int32_t> values = {0, 1, -1, std::numeric_limits<std::int32_t>::min(),
+                                      std::numeric_limits<std::int32_t>::max()};
+  for (int bit = 0; bit < 31; ++bit) {
+    const std::int64_t power = std::int64_t{1} << bit;
+    for (std::int64_t value : {power - 1, power, power + 1, -power - 1, -power, -power + 1,
+                               power + power / 2, -power - power / 2}) {
+      values.push_back(static_cast<std::int32_t>(value));
+    }
+  }
+  std::mt19937 random(3);
+  std::uniform_int_distribution<std::int32_t> any(std::numeric_limits<std::int32_t>::min(),
+                                                  std::numeric_limits<std::int32_t>::max());
+  while (values.size() % 61 != 0) values.push_back(any(random));
+  return values;
+}
+
+// Runs `pipeline` over a rows x cols block of edge values through `writer` and through the
+// scalar Eval, in every layout, and compares.
+template <typename Pipeline>
+void CheckWriter(internal::OutputWriter writer, const Pipeline& pipeline, int rows, int cols) {
+  using Result = typename meta::PipelineOutput<Pipeline>::type;
+  internal::OutputProgram program;
+  ASSERT_TRUE(meta::CompileOutputProgram(pipeline, &program));
+  const std::vector<std::int32_t> values = EdgeValues();
+  std::vector<std::int32_t> acc(static_cast<std::size_t>(rows) * cols);
+  for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = values[(i * 7) % values.size()];
+  for (bool acc_row_major : {true, false}) {
+    for (Order order : {Order::kRowMajor, Order::kColMajor}) {
+      const int row_start = 3, col_start = 5;
+      const internal::AccumulatorBlock block{row_start,
+                                             col_start,
+                                             rows,
+                                             cols,
+                                             acc.data(),
+                                             acc_row_major ? cols : 1,
+                                             acc_row_major ? 1 : rows};
+      const int total_rows = row_start + rows, total_cols = col_start + cols;
+      std::vector<Result> out(static_cast<std::size_t>(total_rows) * total_cols);
+      MatrixMap<Result> out_map(out.data(), total_rows, total_cols, order);
+      writer(program, block, internal::ViewOf(out_map));
+      for (int r = 0; r < rows; ++r) {
+        for (int c = 0; c < cols; ++c) {
+          const std::int32_t value = acc[r * block.row_stride + c * block.col_stride];
+          ASSERT_EQ(out_map(row_start + r, col_start + c),
+                    meta::EvalPipeline(pipeline, value, row_start + r, col_start + c))
+              << "acc " << value << " at (" << r << ", " << c << ") of " << rows << "x" << cols;
+        }
+      }
+    }
+  }
+}
+
+std::vector<internal::OutputWriter> Writers() {
+  std::vector<internal::OutputWriter> writers;
+  for (Kernel kernel : AvailableKernels()) {
+    if (internal::OutputWriterFor(kernel) != nullptr) {
+      writers.push_back(internal::OutputWriterFor(kernel));
+    }
+  }
+  return writers;
+}
+
+TEST(OutputWriterTest, EveryCompiledStageMatchesScalarEval) {
+  const std::vector<internal::OutputWriter> writers = Writers();
+  if (writers.empty()) GTEST_SKIP() << "no vectorized output writer on this CPU";
+  std::vector<std::int32_t> per_channel(64);
+  std::vector<std::int32_t> shifts(64), exponents(64), multipliers(64);
+  std::mt19937 random(11);
+  for (int i = 0; i < 64; ++i) {
+    per_channel[i] = static_cast<std::int32_t>(random());
+    shifts[i] = i % 32;
+    exponents[i] = i % 62 - 31;
+    multipliers[i] = i % 3 == 0 ? std::numeric_limits<std::int32_t>::max()
+                                : static_cast<std::int32_t>(random() >> 1);
+  }
+  const VectorMap<const std::int32_t> channel_values(per_channel.data(), 64);
+  for (internal::OutputWriter writer : writers) {
+    for (int length : {1, 7, 8, 9, 17}) {
+      for (int shift = 0; shift <= 31; ++shift) {
+        CheckWriter(writer,
+                    std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{
+                        std::numeric_limits<std::int32_t>::max() - shift, shift, -shift}),
+                    length, 3);
+        CheckWriter(writer, std::make_tuple(OutputStageShiftByPOT{shift}), 2, length);
+        CheckWriter(writer, std::make_tuple(OutputStageShiftByPOT{-shift}), length, 2);
+      }
+      for (int exponent = -31; exponent <= 30; ++exponent) {
+        CheckWriter(
+            writer,
+            std::make_tuple(OutputStageScaleInt32ByFixedPointAndExponent{1 << 30, exponent, 7}),
+            length, 2);
+      }
+      for (ChannelAxis axis : {ChannelAxis::kRow, ChannelAxis::kCol}) {
+        CheckWriter(writer,
+                    std::make_tuple(OutputStageBiasAddition{channel_values, axis},
+                                    OutputStageQuantizeDownInt32ByFixedPointPerChannel{
+                                        VectorMap<const std::int32_t>(multipliers.data(), 64),
+                                        VectorMap<const std::int32_t>(shifts.data(), 64), 9, axis},
+                                    OutputStageSaturatingCastToUint8{}),
+                    length, 19);
+        CheckWriter(writer,
+                    std::make_tuple(
+                        OutputStageScaleInt32ByFixedPointAndExponentPerChannel{
+                            VectorMap<const std::int32_t>(multipliers.data(), 64),
+                            VectorMap<const std::int32_t>(exponents.data(), 64), -3, axis},
+                        OutputStageClamp{-30000, 20000}, OutputStageSaturatingCastToInt16{}),
+                    23, length);
+      }
+      CheckWriter(writer, std::make_tuple(OutputStageSaturatingCastToInt8{}), length, 5);
+      CheckWriter(writer, std::make_tuple(OutputStageTruncatingCastToUint8{}), 5, length);
+      CheckWriter(writer, std::tuple<>(), length, length);
+    }
+  }
+}
+
+// Stages without a compiled form keep the whole pipeline on the scalar path.
+TEST(OutputWriterTest, PipelinesWithScalarOnlyStagesDoNotCompile) {
+  internal::OutputProgram program;
+  EXPECT_FALSE(meta::CompileOutputProgram(
+      std::make_tuple(OutputStageClamp{0, 1}, OutputStageTanh{0, 100}), &program));
+  EXPECT_FALSE(meta::CompileOutputProgram(
+      std::make_tuple(OutputStageShiftByPOT{-3, Rounding::kStochastic, 1}), &program));
+  EXPECT_FALSE(meta::CompileOutputProgram(
+      std::make_tuple(OutputStageQuantizeDownInt32ToUint8Scale{0, 1, 0}), &program));
+  EXPECT_TRUE(meta::CompileOutputProgram(
+      std::make_tuple(OutputStageShiftByPOT{-3, Rounding::kNearest, 1}), &program));
+}
+
+}  // namespace
+}  // namespace lowbit
