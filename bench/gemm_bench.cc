@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -19,9 +20,11 @@ struct LowbitProblem {
   std::vector<std::uint8_t> rhs;
   std::vector<std::uint8_t> result;
   lowbit::Context context;
+  std::unique_ptr<lowbit::PrepackedRhs> prepacked_rhs;
 };
 
-std::function<void()> SetUpLowbit(lowbit::Kernel kernel, const Case& c) {
+// With `prepack`, the rhs (the weights) is packed once here, outside the timed calls.
+std::function<void()> SetUpLowbit(lowbit::Kernel kernel, bool prepack, const Case& c) {
   const Shape& s = c.shape;
   auto problem = std::make_shared<LowbitProblem>();
   problem->lhs = RandomValues<std::uint8_t>(static_cast<std::size_t>(s.rows) * s.depth, 0, 255, 1);
@@ -29,24 +32,34 @@ std::function<void()> SetUpLowbit(lowbit::Kernel kernel, const Case& c) {
   problem->result.resize(static_cast<std::size_t>(s.rows) * s.cols);
   problem->context.set_kernel(kernel);
   problem->context.set_max_num_threads(c.threads);
-  return [problem, s] {
+  const lowbit::MatrixMap<const std::uint8_t> rhs(problem->rhs.data(), s.depth, s.cols,
+                                                  lowbit::Order::kColMajor);
+  if (prepack)
+    problem->prepacked_rhs = std::make_unique<lowbit::PrepackedRhs>(&problem->context, rhs);
+  return [problem, s, rhs] {
     const lowbit::MatrixMap<const std::uint8_t> lhs(problem->lhs.data(), s.rows, s.depth,
                                                     lowbit::Order::kRowMajor);
-    const lowbit::MatrixMap<const std::uint8_t> rhs(problem->rhs.data(), s.depth, s.cols,
-                                                    lowbit::Order::kColMajor);
     lowbit::MatrixMap<std::uint8_t> result(problem->result.data(), s.rows, s.cols,
                                            lowbit::Order::kColMajor);
     const auto pipeline =
         std::make_tuple(lowbit::OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 15, 128},
                         lowbit::OutputStageSaturatingCastToUint8{});
-    lowbit::GemmWithOutputPipeline(&problem->context, lhs, rhs, &result, -128, -128, pipeline);
+    if (problem->prepacked_rhs != nullptr) {
+      lowbit::GemmWithOutputPipeline(&problem->context, lhs, *problem->prepacked_rhs, &result, -128,
+                                     -128, pipeline);
+    } else {
+      lowbit::GemmWithOutputPipeline(&problem->context, lhs, rhs, &result, -128, -128, pipeline);
+    }
   };
 }
 
 void RegisterLowbit() {
   for (lowbit::Kernel kernel : lowbit::AvailableKernels()) {
-    RegisterCases("lowbit", lowbit::KernelName(kernel),
-                  [kernel](const Case& c) { return SetUpLowbit(kernel, c); });
+    for (bool prepack : {false, true}) {
+      RegisterCases("lowbit",
+                    std::string(lowbit::KernelName(kernel)) + (prepack ? "_prepacked" : ""),
+                    [kernel, prepack](const Case& c) { return SetUpLowbit(kernel, prepack, c); });
+    }
   }
 }
 

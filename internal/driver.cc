@@ -25,16 +25,6 @@ namespace lowbit {
 namespace internal {
 namespace {
 
-// The rhs packs column by column along the depth: its transpose is packed like the lhs.
-MatrixView Transposed(const MatrixView& view) {
-  return {view.data,
-          view.type,
-          view.cols,
-          view.rows,
-          view.order == Order::kRowMajor ? Order::kColMajor : Order::kRowMajor,
-          view.stride};
-}
-
 std::size_t AlignUp(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 // Where part `index` starts when `count` items are split into `parts` near-equal parts.
@@ -65,10 +55,11 @@ struct ScratchLayout {
   std::size_t rhs_block_bytes;
 
   ScratchLayout(const KernelFormat& format, const Blocking& blocking, int rows, int cols,
-                int padded_depth, bool stream_rhs)
-      : packed_rhs_bytes(stream_rhs ? 0
-                                    : AlignUp(static_cast<std::size_t>(blocking.rhs_cols) *
-                                              padded_depth * PackedSize(format.packed_type))),
+                int padded_depth, bool stream_rhs, bool rhs_prepacked)
+      : packed_rhs_bytes(stream_rhs || rhs_prepacked
+                             ? 0
+                             : AlignUp(static_cast<std::size_t>(blocking.rhs_cols) * padded_depth *
+                                       PackedSize(format.packed_type))),
         col_sums_bytes(AlignUp(sizeof(std::int32_t) * blocking.rhs_cols)),
         lhs_offsets_bytes(AlignUp(sizeof(std::int32_t) * rows)),
         rhs_offsets_bytes(AlignUp(sizeof(std::int32_t) * cols)),
@@ -91,8 +82,13 @@ struct ScratchLayout {
 };
 
 struct SharedScratch {
+  // Written when the driver packs the rhs itself.
   char* packed_rhs;
   std::int32_t* col_sums;
+  // Read by the kernels: the current chunk's packed rhs panels and column sums, in packed_rhs
+  // and col_sums, or in a prepacked rhs.
+  const char* rhs_panels;
+  const std::int32_t* rhs_col_sums;
   std::int32_t* lhs_offsets;
   std::int32_t* rhs_offsets;
 };
@@ -177,7 +173,7 @@ struct GemmTask {
       const int block_cols = std::min(block_width, col_start + cols - block_start);
       const char* packed_rhs =
           stream_rhs ? scratch.rhs_block
-                     : shared.packed_rhs + (block_start / format.rhs_cols) * rhs_panel_bytes;
+                     : shared.rhs_panels + (block_start / format.rhs_cols) * rhs_panel_bytes;
       if (stream_rhs) {
         std::memset(shared.col_sums + block_start, 0, sizeof(std::int32_t) * block_cols);
         kernel.pack_rhs(rhs_transposed, chunk_start + block_start, block_cols, 0, depth,
@@ -206,7 +202,7 @@ struct GemmTask {
       }
       const int result_col = chunk_start + block_start;
       AddOffsetTerms(shared.lhs_offsets + row_start, scratch.row_sums, rows,
-                     shared.rhs_offsets + result_col, shared.col_sums + block_start, block_cols,
+                     shared.rhs_offsets + result_col, shared.rhs_col_sums + block_start, block_cols,
                      depth, scratch.acc, acc_stride);
       const AccumulatorBlock block =
           transposed ? AccumulatorBlock{result_col,  row_start, block_cols, rows,
@@ -273,12 +269,13 @@ struct GemmTask {
 }  // namespace
 
 void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& result_rhs,
-             const Offsets& result_lhs_offset, const Offsets& result_rhs_offset,
-             const ResultTarget& target) {
+             const PackedOperand* packed_rhs, const Offsets& result_lhs_offset,
+             const Offsets& result_rhs_offset, const ResultTarget& target) {
   // A short lhs stays on the left even for a column-major result: its few rows would fill
-  // register tiles badly as rhs columns, and its few result columns are cheap to store.
-  const bool transposed =
-      target.result.order == Order::kColMajor && result_lhs.rows >= result_rhs.cols;
+  // register tiles badly as rhs columns, and its few result columns are cheap to store. A
+  // prepacked rhs is packed for the right-hand side and stays there.
+  const bool transposed = packed_rhs == nullptr && target.result.order == Order::kColMajor &&
+                          result_lhs.rows >= result_rhs.cols;
   const MatrixView lhs = transposed ? Transposed(result_rhs) : result_lhs;
   const MatrixView rhs = transposed ? Transposed(result_lhs) : result_rhs;
   const Offsets& lhs_offset = transposed ? result_rhs_offset : result_lhs_offset;
@@ -299,14 +296,17 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   int row_tasks = (row_panels * format.lhs_rows + blocking.rows - 1) / blocking.rows;
   row_tasks = std::min(row_panels, (row_tasks + threads - 1) / threads * threads);
   // With a single row part, no two tasks share rhs columns: each packs its own, in cache.
-  const bool stream_rhs = row_tasks == 1;
-  const ScratchLayout layout(format, blocking, rows, cols, padded_depth, stream_rhs);
+  const bool stream_rhs = row_tasks == 1 && packed_rhs == nullptr;
+  const ScratchLayout layout(format, blocking, rows, cols, padded_depth, stream_rhs,
+                             packed_rhs != nullptr);
   char* scratch = static_cast<char*>(state.Scratch(layout.Total(threads)));
   SharedScratch shared;
   shared.packed_rhs = scratch;
   shared.col_sums = reinterpret_cast<std::int32_t*>(scratch + layout.packed_rhs_bytes);
   shared.lhs_offsets = shared.col_sums + layout.col_sums_bytes / sizeof(std::int32_t);
   shared.rhs_offsets = shared.lhs_offsets + layout.lhs_offsets_bytes / sizeof(std::int32_t);
+  shared.rhs_panels = shared.packed_rhs;
+  shared.rhs_col_sums = shared.col_sums;
   EffectiveOffsets(lhs_offset, PackedValueShift(format.packed_type, lhs.type), 0, rows,
                    shared.lhs_offsets);
   EffectiveOffsets(rhs_offset, PackedValueShift(format.packed_type, rhs.type), 0, cols,
@@ -317,6 +317,12 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   for (int chunk_start = 0; chunk_start < cols; chunk_start += blocking.rhs_cols) {
     task.chunk_start = chunk_start;
     task.chunk_cols = std::min(blocking.rhs_cols, cols - chunk_start);
+    if (packed_rhs != nullptr) {
+      task.shared.rhs_panels = packed_rhs->data.get() +
+                               (chunk_start / format.rhs_cols) * task.PanelBytes(format.rhs_cols);
+      task.shared.rhs_col_sums = packed_rhs->col_sums.get() + chunk_start;
+    }
+    const bool pack_rhs = !stream_rhs && packed_rhs == nullptr;
     const int col_panels = (task.chunk_cols + format.rhs_cols - 1) / format.rhs_cols;
     task.row_tasks = row_tasks;
     // Too few row parts for the threads (a short lhs): split the columns as well.
@@ -325,10 +331,10 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
     task.next_task = 0;
     if (pool == nullptr || task.workers == 1) {
       task.workers = 1;
-      if (!stream_rhs) task.PackRhsPart(0);
+      if (pack_rhs) task.PackRhsPart(0);
       task.RunWorker(0);
     } else {
-      if (!stream_rhs) task.Parallelize(pool, &GemmTask::PackRhsThunk);
+      if (pack_rhs) task.Parallelize(pool, &GemmTask::PackRhsThunk);
       task.Parallelize(pool, &GemmTask::RunWorkerThunk);
     }
   }

@@ -5,6 +5,7 @@
 #define LOWBIT_INTERNAL_DRIVER_H_
 
 #include <cstdint>
+#include <memory>
 #include <type_traits>
 
 #include "internal/output_program.h"
@@ -53,6 +54,17 @@ MatrixView ViewOf(const MatrixMap<Scalar>& map) {
           map.order(), map.stride()};
 }
 
+// The same matrix seen transposed: packing reads rhs columns along the depth as the rows of
+// the rhs's transpose.
+inline MatrixView Transposed(const MatrixView& view) {
+  return {view.data,
+          view.type,
+          view.cols,
+          view.rows,
+          view.order == Order::kRowMajor ? Order::kColMajor : Order::kRowMajor,
+          view.stride};
+}
+
 // rows x cols final accumulators (offsets applied) for the result entries starting at
 // (row_start, col_start). Entry (r, c) is data[r * row_stride + c * col_stride]; one of the
 // strides is 1, along the result's storage order wherever the driver could arrange it.
@@ -78,11 +90,31 @@ struct ResultTarget {
   const void* closure;
 };
 
+// An rhs packed once (public/prepacked.h): whole-depth panels of every column in the layout
+// of `kernel`, and each column's sum of packed values.
+struct PackedOperand {
+  Kernel kernel;
+  ElementType type;
+  int depth;
+  int cols;
+  std::shared_ptr<const char> data;
+  std::shared_ptr<const std::int32_t> col_sums;
+};
+
+// Throws lowbit::Error unless `view` is a well-formed matrix (sizes, stride, data), naming it
+// `name`.
+void ValidateMatrix(const char* name, const MatrixView& view);
+
+// The view of a prepacked rhs for the argument checks: its type and shape, no data to read.
+MatrixView ViewOf(const PackedOperand& packed);
+
 // Throws lowbit::Error for the first argument that breaks a rule (sizes, strides, null data,
 // mismatched dimensions, offset vector lengths, int32 overflow depth, result aliasing inputs).
+// With `packed_rhs`, the rhs view is ViewOf(*packed_rhs) and the packing must be for the
+// context's kernel.
 void ValidateGemmArguments(const Context* context, const MatrixView& lhs, const MatrixView& rhs,
-                           const MatrixView& result, const Offsets& lhs_offset,
-                           const Offsets& rhs_offset);
+                           const PackedOperand* packed_rhs, const MatrixView& result,
+                           const Offsets& lhs_offset, const Offsets& rhs_offset);
 
 // The largest depth for which no (lhs + lhs_offset) * (rhs + rhs_offset) sum can overflow
 // int32, over the full value range of the operand types and the given offsets.
@@ -93,7 +125,11 @@ std::int64_t LargestSafeDepth(const MatrixView& lhs, const MatrixView& rhs,
 // result's storage order, and hands each block to the target. The arguments must have passed
 // ValidateGemmArguments.
 void RunGemm(Context& context, const MatrixView& lhs, const MatrixView& rhs,
-             const Offsets& lhs_offset, const Offsets& rhs_offset, const ResultTarget& target);
+             const PackedOperand* packed_rhs, const Offsets& lhs_offset, const Offsets& rhs_offset,
+             const ResultTarget& target);
+
+// Packs all of `rhs` for `kernel`. `rhs` must have passed ValidateMatrix.
+PackedOperand PackRhs(Kernel kernel, const MatrixView& rhs);
 
 }  // namespace internal
 }  // namespace lowbit

@@ -28,25 +28,6 @@ int ElementSize(ElementType type) {
 
 namespace {
 
-void CheckMatrix(const std::string& name, const MatrixView& view) {
-  checks::CheckInRange(name + ".rows", view.rows, 0, std::numeric_limits<int>::max());
-  checks::CheckInRange(name + ".cols", view.cols, 0, std::numeric_limits<int>::max());
-  const bool row_major = view.order == Order::kRowMajor;
-  const int line = row_major ? view.cols : view.rows;
-  if (view.stride < line) {
-    throw Error(name + ".stride", std::string("a ") + (row_major ? "row" : "column") +
-                                      "-major matrix needs stride >= its " +
-                                      (row_major ? "number of columns" : "number of rows") + " (" +
-                                      std::to_string(line) + "), got " +
-                                      std::to_string(view.stride));
-  }
-  if (view.data == nullptr && view.rows > 0 && view.cols > 0) {
-    throw Error(name + ".data", "must not be null for a non-empty matrix (" +
-                                    std::to_string(view.rows) + " x " + std::to_string(view.cols) +
-                                    ")");
-  }
-}
-
 void CheckDimension(const std::string& name, int value, const std::string& what, int expected) {
   if (value != expected) {
     throw Error(name, "must equal " + what + " (" + std::to_string(expected) + "), got " +
@@ -109,6 +90,31 @@ void CheckNoOverlap(const MatrixView& result, const std::string& input_name,
 
 }  // namespace
 
+void ValidateMatrix(const char* name_text, const MatrixView& view) {
+  const std::string name = name_text;
+  checks::CheckInRange(name + ".rows", view.rows, 0, std::numeric_limits<int>::max());
+  checks::CheckInRange(name + ".cols", view.cols, 0, std::numeric_limits<int>::max());
+  const bool row_major = view.order == Order::kRowMajor;
+  const int line = row_major ? view.cols : view.rows;
+  if (view.stride < line) {
+    throw Error(name + ".stride", std::string("a ") + (row_major ? "row" : "column") +
+                                      "-major matrix needs stride >= its " +
+                                      (row_major ? "number of columns" : "number of rows") + " (" +
+                                      std::to_string(line) + "), got " +
+                                      std::to_string(view.stride));
+  }
+  if (view.data == nullptr && view.rows > 0 && view.cols > 0) {
+    throw Error(name + ".data", "must not be null for a non-empty matrix (" +
+                                    std::to_string(view.rows) + " x " + std::to_string(view.cols) +
+                                    ")");
+  }
+}
+
+MatrixView ViewOf(const PackedOperand& packed) {
+  return {packed.data.get(), packed.type,      packed.depth,
+          packed.cols,       Order::kColMajor, packed.depth};
+}
+
 std::int64_t LargestSafeDepth(const MatrixView& lhs, const MatrixView& rhs,
                               const Offsets& lhs_offset, const Offsets& rhs_offset) {
   const std::int64_t max_product = MaxAbsShiftedValue(lhs.type, lhs_offset, lhs.rows) *
@@ -118,19 +124,25 @@ std::int64_t LargestSafeDepth(const MatrixView& lhs, const MatrixView& rhs,
 }
 
 void ValidateGemmArguments(const Context* context, const MatrixView& lhs, const MatrixView& rhs,
-                           const MatrixView& result, const Offsets& lhs_offset,
-                           const Offsets& rhs_offset) {
+                           const PackedOperand* packed_rhs, const MatrixView& result,
+                           const Offsets& lhs_offset, const Offsets& rhs_offset) {
   if (context == nullptr) throw Error("context", "must not be null");
-  CheckMatrix("lhs", lhs);
-  CheckMatrix("rhs", rhs);
-  CheckMatrix("result", result);
+  ValidateMatrix("lhs", lhs);
+  // A prepacked rhs was checked when it was packed, and lives in memory the caller never sees.
+  if (packed_rhs == nullptr) ValidateMatrix("rhs", rhs);
+  ValidateMatrix("result", result);
+  if (packed_rhs != nullptr && packed_rhs->kernel != context->ResolvedKernel()) {
+    throw Error("rhs", std::string("was packed for kernel '") + KernelName(packed_rhs->kernel) +
+                           "' but this context runs '" + KernelName(context->ResolvedKernel()) +
+                           "': pack it on a context that runs the same kernel");
+  }
   CheckDimension("rhs.rows", rhs.rows, "lhs.cols, the depth", lhs.cols);
   CheckDimension("result.rows", result.rows, "lhs.rows", lhs.rows);
   CheckDimension("result.cols", result.cols, "rhs.cols", rhs.cols);
   CheckOffsets("lhs_offset", lhs_offset, "lhs row", lhs.rows);
   CheckOffsets("rhs_offset", rhs_offset, "rhs column", rhs.cols);
   CheckNoOverlap(result, "lhs", lhs);
-  CheckNoOverlap(result, "rhs", rhs);
+  if (packed_rhs == nullptr) CheckNoOverlap(result, "rhs", rhs);
   if (IsEmpty(result)) return;
   const std::int64_t safe_depth = LargestSafeDepth(lhs, rhs, lhs_offset, rhs_offset);
   if (lhs.cols > safe_depth) {

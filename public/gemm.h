@@ -14,6 +14,7 @@
 #include "public/error.h"
 #include "public/map.h"
 #include "public/output_stages.h"
+#include "public/prepacked.h"
 
 namespace lowbit {
 
@@ -56,13 +57,15 @@ struct ResultWriter {
 
 // result = pipeline((lhs + lhs_offset) * (rhs + rhs_offset)). The offsets are scalars or one
 // value per lhs row / rhs column. Throws lowbit::Error, before writing anything, for bad input.
-template <typename LhsScalar, typename RhsScalar, typename ResultScalar, typename... Stages>
-void GemmWithOutputPipeline(Context* context, const MatrixMap<LhsScalar>& lhs,
-                            const MatrixMap<RhsScalar>& rhs, MatrixMap<ResultScalar>* result,
-                            const Offsets& lhs_offset, const Offsets& rhs_offset,
-                            const std::tuple<Stages...>& pipeline) {
-  static_assert(gemm_detail::kIsOperandScalar<LhsScalar>, "lhs must be uint8_t or int8_t");
-  static_assert(gemm_detail::kIsOperandScalar<RhsScalar>, "rhs must be uint8_t or int8_t");
+namespace gemm_detail {
+
+// Both entry points' work, with the rhs either a matrix (packed_rhs null) or prepacked.
+template <typename LhsScalar, typename ResultScalar, typename... Stages>
+void Run(Context* context, const MatrixMap<LhsScalar>& lhs, const internal::MatrixView& rhs,
+         const internal::PackedOperand* packed_rhs, MatrixMap<ResultScalar>* result,
+         const Offsets& lhs_offset, const Offsets& rhs_offset,
+         const std::tuple<Stages...>& pipeline) {
+  static_assert(kIsOperandScalar<LhsScalar>, "lhs must be uint8_t or int8_t");
   static_assert(!std::is_const<ResultScalar>::value, "the result map must be writable");
   using PipelineResult = typename meta::PipelineOutput<std::tuple<Stages...>>::type;
   static_assert(std::is_same<PipelineResult, ResultScalar>::value,
@@ -70,23 +73,48 @@ void GemmWithOutputPipeline(Context* context, const MatrixMap<LhsScalar>& lhs,
                 "stage (e.g. OutputStageSaturatingCastToUint8 for a uint8 result), or use an "
                 "int32 result");
   if (result == nullptr) throw Error("result", "must not be null");
+  const internal::MatrixView lhs_view = internal::ViewOf(lhs);
   const internal::MatrixView result_view = internal::ViewOf(*result);
-  internal::ValidateGemmArguments(context, internal::ViewOf(lhs), internal::ViewOf(rhs),
-                                  result_view, lhs_offset, rhs_offset);
+  internal::ValidateGemmArguments(context, lhs_view, rhs, packed_rhs, result_view, lhs_offset,
+                                  rhs_offset);
   meta::ValidatePipeline(pipeline, result->rows(), result->cols());
   if (result->rows() == 0 || result->cols() == 0) return;
 
-  const gemm_detail::ResultWriter<ResultScalar, std::tuple<Stages...>> writer{pipeline, *result};
+  const ResultWriter<ResultScalar, std::tuple<Stages...>> writer{pipeline, *result};
   internal::OutputProgram program;
   const bool compiled = meta::CompileOutputProgram(pipeline, &program);
   internal::RunGemm(
-      *context, internal::ViewOf(lhs), internal::ViewOf(rhs), lhs_offset, rhs_offset,
+      *context, lhs_view, rhs, packed_rhs, lhs_offset, rhs_offset,
       {result_view, compiled ? &program : nullptr, &decltype(writer)::Consume, &writer});
 }
 
-// The int32 accumulators themselves (an empty pipeline).
-template <typename LhsScalar, typename RhsScalar>
-void Gemm(Context* context, const MatrixMap<LhsScalar>& lhs, const MatrixMap<RhsScalar>& rhs,
+}  // namespace gemm_detail
+
+// result = pipeline((lhs + lhs_offset) * (rhs + rhs_offset)). The offsets are scalars or one
+// value per lhs row / rhs column. Throws lowbit::Error, before writing anything, for bad input.
+template <typename LhsScalar, typename RhsScalar, typename ResultScalar, typename... Stages>
+void GemmWithOutputPipeline(Context* context, const MatrixMap<LhsScalar>& lhs,
+                            const MatrixMap<RhsScalar>& rhs, MatrixMap<ResultScalar>* result,
+                            const Offsets& lhs_offset, const Offsets& rhs_offset,
+                            const std::tuple<Stages...>& pipeline) {
+  static_assert(gemm_detail::kIsOperandScalar<RhsScalar>, "rhs must be uint8_t or int8_t");
+  gemm_detail::Run(context, lhs, internal::ViewOf(rhs), nullptr, result, lhs_offset, rhs_offset,
+                   pipeline);
+}
+
+// The same with an rhs packed once (public/prepacked.h) on a context running the same kernel.
+template <typename LhsScalar, typename ResultScalar, typename... Stages>
+void GemmWithOutputPipeline(Context* context, const MatrixMap<LhsScalar>& lhs,
+                            const PrepackedRhs& rhs, MatrixMap<ResultScalar>* result,
+                            const Offsets& lhs_offset, const Offsets& rhs_offset,
+                            const std::tuple<Stages...>& pipeline) {
+  gemm_detail::Run(context, lhs, internal::ViewOf(rhs.packed()), &rhs.packed(), result, lhs_offset,
+                   rhs_offset, pipeline);
+}
+
+// The int32 accumulators themselves (an empty pipeline); Rhs is a MatrixMap or a PrepackedRhs.
+template <typename LhsScalar, typename Rhs>
+void Gemm(Context* context, const MatrixMap<LhsScalar>& lhs, const Rhs& rhs,
           MatrixMap<std::int32_t>* result, const Offsets& lhs_offset, const Offsets& rhs_offset) {
   GemmWithOutputPipeline(context, lhs, rhs, result, lhs_offset, rhs_offset, std::tuple<>());
 }

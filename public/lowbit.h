@@ -8,5 +8,6 @@
 #include "public/gemm.h"
 #include "public/map.h"
 #include "public/output_stages.h"
+#include "public/prepacked.h"
 
 #endif  // LOWBIT_PUBLIC_LOWBIT_H_

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "public/lowbit.h"
+#include "test/test_util.h"
 
 namespace lowbit {
 namespace {
@@ -31,14 +32,7 @@ class ErrorTest : public testing::Test {
   // that no result entry was written.
   void ExpectRejected(const std::function<void()>& call, const std::string& argument,
                       const std::string& rule) {
-    try {
-      call();
-      ADD_FAILURE() << "no error for " << argument;
-    } catch (const Error& error) {
-      EXPECT_EQ(error.argument(), argument) << error.what();
-      EXPECT_NE(std::string(error.what()).find(rule), std::string::npos)
-          << "message '" << error.what() << "' lacks '" << rule << "'";
-    }
+    test::ExpectError(call, argument, rule);
     for (std::int32_t entry : result_data_) ASSERT_EQ(entry, kSentinel) << "result was written";
   }
 
@@ -47,14 +41,9 @@ class ErrorTest : public testing::Test {
                               const std::string& rule) {
     std::vector<std::uint8_t> out(result_data_.size(), 0x5a);
     MatrixMap<std::uint8_t> out_map(out.data(), 4, 5, Order::kRowMajor);
-    try {
-      GemmWithOutputPipeline(&context_, lhs_, rhs_, &out_map, -128, -3, pipeline);
-      ADD_FAILURE() << "no error for " << argument;
-    } catch (const Error& error) {
-      EXPECT_EQ(error.argument(), argument) << error.what();
-      EXPECT_NE(std::string(error.what()).find(rule), std::string::npos)
-          << "message '" << error.what() << "' lacks '" << rule << "'";
-    }
+    test::ExpectError(
+        [&] { GemmWithOutputPipeline(&context_, lhs_, rhs_, &out_map, -128, -3, pipeline); },
+        argument, rule);
     for (std::uint8_t entry : out) ASSERT_EQ(entry, 0x5a) << "result was written";
   }
 
@@ -156,13 +145,7 @@ TEST_F(ErrorTest, ResultOverlappingAnInput) {
                                           4, 6, Order::kRowMajor);
   MatrixMap<std::int32_t> result(shared.data(), 4, 5, Order::kRowMajor);
   std::vector<std::int32_t> before = shared;
-  try {
-    RunInt32(lhs, rhs_, &result);
-    ADD_FAILURE() << "no error for an aliased result";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.argument(), "result");
-    EXPECT_NE(std::string(error.what()).find("overlaps lhs"), std::string::npos) << error.what();
-  }
+  test::ExpectError([&] { RunInt32(lhs, rhs_, &result); }, "result", "overlaps lhs");
   EXPECT_EQ(shared, before);
   // Adjacent but disjoint memory is fine.
   const MatrixMap<const std::uint8_t> after_result(
@@ -229,12 +212,7 @@ TEST_F(ErrorTest, PerChannelVectorsOfTheWrongLengthOrRange) {
 }
 
 TEST_F(ErrorTest, ContextSettingsAndEnvironment) {
-  try {
-    context_.set_max_num_threads(0);
-    ADD_FAILURE() << "no error for 0 threads";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.argument(), "threads");
-  }
+  test::ExpectError([&] { context_.set_max_num_threads(0); }, "threads", "must be in [1, 1024]");
   EXPECT_EQ(context_.max_num_threads(), 1);
   ASSERT_EQ(setenv("LOWBIT_KERNEL", "avx512", 1), 0);
   ExpectRejected([&] { RunInt32(lhs_, rhs_, &result_); }, "LOWBIT_KERNEL",
@@ -245,12 +223,7 @@ TEST_F(ErrorTest, ContextSettingsAndEnvironment) {
     if (std::find(available.begin(), available.end(), kernel) != available.end()) continue;
     ASSERT_EQ(setenv("LOWBIT_KERNEL", KernelName(kernel), 1), 0);
     ExpectRejected([&] { RunInt32(lhs_, rhs_, &result_); }, "LOWBIT_KERNEL", "is not available");
-    try {
-      context_.set_kernel(kernel);
-      ADD_FAILURE() << "no error for kernel " << KernelName(kernel);
-    } catch (const Error& error) {
-      EXPECT_EQ(error.argument(), "kernel");
-    }
+    test::ExpectError([&] { context_.set_kernel(kernel); }, "kernel", "is not available");
   }
   ASSERT_EQ(setenv("LOWBIT_KERNEL", "reference", 1), 0);
   EXPECT_EQ(context_.ResolvedKernel(), Kernel::kReference);

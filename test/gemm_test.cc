@@ -15,12 +15,6 @@ namespace lowbit {
 namespace test {
 namespace {
 
-struct Shape {
-  int rows;
-  int depth;
-  int cols;
-};
-
 // One GEMM problem: shape, storage, operand types and offsets, all derived from `seed`.
 struct Problem {
   Shape shape;

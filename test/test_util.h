@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <ostream>
 #include <random>
@@ -17,6 +18,25 @@
 
 namespace lowbit {
 namespace test {
+
+struct Shape {
+  int rows;
+  int depth;
+  int cols;
+};
+
+// Runs `call` and expects lowbit::Error for `argument`, with `rule` in its message.
+inline void ExpectError(const std::function<void()>& call, const std::string& argument,
+                        const std::string& rule) {
+  try {
+    call();
+    ADD_FAILURE() << "no error for " << argument;
+  } catch (const Error& error) {
+    EXPECT_EQ(error.argument(), argument) << error.what();
+    EXPECT_NE(std::string(error.what()).find(rule), std::string::npos)
+        << "message '" << error.what() << "' lacks '" << rule << "'";
+  }
+}
 
 // A matrix with its own storage; the map may have a padded stride, and the padding holds
 // values the GEMM must never read into a result.
