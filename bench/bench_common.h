@@ -49,6 +49,18 @@ std::vector<Scalar> RandomValues(std::size_t count, int min, int max, std::uint3
   return values;
 }
 
+// The same uint8 operands for every library: lhs rows x depth, rhs depth x cols (the same
+// values whichever layout a library reads them in), and room for the rows x cols result.
+struct Uint8Operands {
+  explicit Uint8Operands(const Shape& s)
+      : lhs(RandomValues<std::uint8_t>(static_cast<std::size_t>(s.rows) * s.depth, 0, 255, 1)),
+        rhs(RandomValues<std::uint8_t>(static_cast<std::size_t>(s.depth) * s.cols, 0, 255, 2)),
+        result(static_cast<std::size_t>(s.rows) * s.cols) {}
+  std::vector<std::uint8_t> lhs;
+  std::vector<std::uint8_t> rhs;
+  std::vector<std::uint8_t> result;
+};
+
 // Runs `gemm` for the benchmark's iterations and reports GOPS = 2*M*N*K / second from
 // wall-clock time, which counts every thread's work (Google Benchmark's own time column is the
 // main thread's CPU time).

@@ -16,9 +16,8 @@ namespace lowbit_bench {
 namespace {
 
 struct LowbitProblem {
-  std::vector<std::uint8_t> lhs;
-  std::vector<std::uint8_t> rhs;
-  std::vector<std::uint8_t> result;
+  explicit LowbitProblem(const Shape& s) : operands(s) {}
+  Uint8Operands operands;
   lowbit::Context context;
   std::unique_ptr<lowbit::PrepackedRhs> prepacked_rhs;
 };
@@ -26,20 +25,17 @@ struct LowbitProblem {
 // With `prepack`, the rhs (the weights) is packed once here, outside the timed calls.
 std::function<void()> SetUpLowbit(lowbit::Kernel kernel, bool prepack, const Case& c) {
   const Shape& s = c.shape;
-  auto problem = std::make_shared<LowbitProblem>();
-  problem->lhs = RandomValues<std::uint8_t>(static_cast<std::size_t>(s.rows) * s.depth, 0, 255, 1);
-  problem->rhs = RandomValues<std::uint8_t>(static_cast<std::size_t>(s.depth) * s.cols, 0, 255, 2);
-  problem->result.resize(static_cast<std::size_t>(s.rows) * s.cols);
+  auto problem = std::make_shared<LowbitProblem>(s);
   problem->context.set_kernel(kernel);
   problem->context.set_max_num_threads(c.threads);
-  const lowbit::MatrixMap<const std::uint8_t> rhs(problem->rhs.data(), s.depth, s.cols,
+  const lowbit::MatrixMap<const std::uint8_t> rhs(problem->operands.rhs.data(), s.depth, s.cols,
                                                   lowbit::Order::kColMajor);
   if (prepack)
     problem->prepacked_rhs = std::make_unique<lowbit::PrepackedRhs>(&problem->context, rhs);
   return [problem, s, rhs] {
-    const lowbit::MatrixMap<const std::uint8_t> lhs(problem->lhs.data(), s.rows, s.depth,
+    const lowbit::MatrixMap<const std::uint8_t> lhs(problem->operands.lhs.data(), s.rows, s.depth,
                                                     lowbit::Order::kRowMajor);
-    lowbit::MatrixMap<std::uint8_t> result(problem->result.data(), s.rows, s.cols,
+    lowbit::MatrixMap<std::uint8_t> result(problem->operands.result.data(), s.rows, s.cols,
                                            lowbit::Order::kColMajor);
     const auto pipeline =
         std::make_tuple(lowbit::OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 15, 128},

@@ -13,26 +13,22 @@ namespace lowbit_bench {
 namespace {
 
 struct GemmlowpProblem {
-  std::vector<std::uint8_t> lhs;
-  std::vector<std::uint8_t> rhs;
-  std::vector<std::uint8_t> result;
+  explicit GemmlowpProblem(const Shape& s) : operands(s) {}
+  Uint8Operands operands;
   gemmlowp::GemmContext context;
 };
 
 std::function<void()> SetUpGemmlowp(const Case& c) {
   const Shape& s = c.shape;
-  auto problem = std::make_shared<GemmlowpProblem>();
-  problem->lhs = RandomValues<std::uint8_t>(static_cast<std::size_t>(s.rows) * s.depth, 0, 255, 1);
-  problem->rhs = RandomValues<std::uint8_t>(static_cast<std::size_t>(s.depth) * s.cols, 0, 255, 2);
-  problem->result.resize(static_cast<std::size_t>(s.rows) * s.cols);
+  auto problem = std::make_shared<GemmlowpProblem>(s);
   problem->context.set_max_num_threads(c.threads);
   return [problem, s] {
     const gemmlowp::MatrixMap<const std::uint8_t, gemmlowp::MapOrder::RowMajor> lhs(
-        problem->lhs.data(), s.rows, s.depth);
+        problem->operands.lhs.data(), s.rows, s.depth);
     const gemmlowp::MatrixMap<const std::uint8_t, gemmlowp::MapOrder::ColMajor> rhs(
-        problem->rhs.data(), s.depth, s.cols);
-    gemmlowp::MatrixMap<std::uint8_t, gemmlowp::MapOrder::ColMajor> result(problem->result.data(),
-                                                                           s.rows, s.cols);
+        problem->operands.rhs.data(), s.depth, s.cols);
+    gemmlowp::MatrixMap<std::uint8_t, gemmlowp::MapOrder::ColMajor> result(
+        problem->operands.result.data(), s.rows, s.cols);
     gemmlowp::OutputStageQuantizeDownInt32ByFixedPoint quantize;
     quantize.result_fixedpoint_multiplier = 1 << 30;
     quantize.result_shift = 15;

@@ -15,9 +15,9 @@ namespace lowbit_bench {
 namespace {
 
 struct XnnpackProblem {
-  std::vector<std::uint8_t> input;    // M x K, row-major
-  std::vector<std::uint8_t> weights;  // N x K, row-major: the rhs, column-major
-  std::vector<std::uint8_t> output;   // M x N
+  // input: M x K row-major (lhs); weights: N x K row-major (rhs, column-major); output: M x N.
+  explicit XnnpackProblem(const Shape& s) : operands(s) {}
+  Uint8Operands operands;
   xnn_operator_t op = nullptr;
   pthreadpool_t pool = nullptr;
   ~XnnpackProblem() {
@@ -33,19 +33,14 @@ void Check(xnn_status status, const char* what) {
 std::function<void()> SetUpXnnpack(const Case& c) {
   const Shape& s = c.shape;
   Check(xnn_initialize(nullptr), "xnn_initialize");
-  auto problem = std::make_shared<XnnpackProblem>();
-  problem->input =
-      RandomValues<std::uint8_t>(static_cast<std::size_t>(s.rows) * s.depth, 0, 255, 1);
-  problem->weights =
-      RandomValues<std::uint8_t>(static_cast<std::size_t>(s.depth) * s.cols, 0, 255, 2);
-  problem->output.resize(static_cast<std::size_t>(s.rows) * s.cols);
+  auto problem = std::make_shared<XnnpackProblem>(s);
   if (c.threads > 1) problem->pool = pthreadpool_create(c.threads);
   Check(xnn_create_fully_connected_nc_qu8(s.depth, s.cols, s.depth, s.cols, 128, 1.0f, 128, 1.0f,
-                                          problem->weights.data(), nullptr, 128, 65536.0f, 0, 255,
-                                          0, &problem->op),
+                                          problem->operands.rhs.data(), nullptr, 128, 65536.0f, 0,
+                                          255, 0, &problem->op),
         "xnn_create_fully_connected_nc_qu8");
-  Check(xnn_setup_fully_connected_nc_qu8(problem->op, s.rows, problem->input.data(),
-                                         problem->output.data(), problem->pool),
+  Check(xnn_setup_fully_connected_nc_qu8(problem->op, s.rows, problem->operands.lhs.data(),
+                                         problem->operands.result.data(), problem->pool),
         "xnn_setup_fully_connected_nc_qu8");
   return [problem] { Check(xnn_run_operator(problem->op, problem->pool), "xnn_run_operator"); };
 }
