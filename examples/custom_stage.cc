@@ -14,7 +14,7 @@ struct LeakyRelu {
   int negative_slope_shift;
 
   void Validate(int /*rows*/, int /*cols*/, const std::string& name) const {
-    lowbit::checks::CheckInRange(name + ".negative_slope_shift", negative_slope_shift, 0, 31);
+    lowbit::checks::CheckInRange(name, "negative_slope_shift", negative_slope_shift, 0, 31);
   }
   std::int32_t Eval(std::int32_t x, int /*row*/, int /*col*/) const {
     return x >= 0 ? x : lowbit::fixedpoint::RoundingDivideByPOT(x, negative_slope_shift);

@@ -92,8 +92,8 @@ void CheckNoOverlap(const MatrixView& result, const std::string& input_name,
 
 void ValidateMatrix(const char* name_text, const MatrixView& view) {
   const std::string name = name_text;
-  checks::CheckInRange(name + ".rows", view.rows, 0, std::numeric_limits<int>::max());
-  checks::CheckInRange(name + ".cols", view.cols, 0, std::numeric_limits<int>::max());
+  checks::CheckInRange(name, "rows", view.rows, 0, std::numeric_limits<int>::max());
+  checks::CheckInRange(name, "cols", view.cols, 0, std::numeric_limits<int>::max());
   const bool row_major = view.order == Order::kRowMajor;
   const int line = row_major ? view.cols : view.rows;
   if (view.stride < line) {

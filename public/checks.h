@@ -20,34 +20,41 @@ inline void CheckInRange(const std::string& argument, std::int64_t value, std::i
   }
 }
 
+// The same for the field `field` of `owner` ("pipeline[1]", "result_shift"): the argument's name
+// is only put together when the check fails, so valid calls allocate nothing.
+inline void CheckInRange(const std::string& owner, const char* field, std::int64_t value,
+                         std::int64_t min, std::int64_t max) {
+  if (value < min || value > max) CheckInRange(owner + "." + field, value, min, max);
+}
+
 inline const char* AxisName(ChannelAxis axis) {
   return axis == ChannelAxis::kRow ? "ChannelAxis::kRow" : "ChannelAxis::kCol";
 }
 
 // A per-channel vector needs one entry per result row (kRow) or column (kCol).
 template <typename Scalar>
-void CheckChannelVector(const std::string& argument, const VectorMap<Scalar>& vector,
-                        ChannelAxis axis, int rows, int cols) {
+void CheckChannelVector(const std::string& owner, const char* field,
+                        const VectorMap<Scalar>& vector, ChannelAxis axis, int rows, int cols) {
   const int expected = axis == ChannelAxis::kRow ? rows : cols;
   if (vector.size() != expected) {
-    throw Error(argument, std::string("with ") + AxisName(axis) +
-                              " must have one entry per result " +
-                              (axis == ChannelAxis::kRow ? "row" : "column") + " (" +
-                              std::to_string(expected) + "), got " + std::to_string(vector.size()) +
-                              " entries");
+    throw Error(owner + "." + field, std::string("with ") + AxisName(axis) +
+                                         " must have one entry per result " +
+                                         (axis == ChannelAxis::kRow ? "row" : "column") + " (" +
+                                         std::to_string(expected) + "), got " +
+                                         std::to_string(vector.size()) + " entries");
   }
   if (vector.size() > 0 && vector.data() == nullptr) {
-    throw Error(argument, "data must not be null for a non-empty vector");
+    throw Error(owner + "." + field, "data must not be null for a non-empty vector");
   }
 }
 
 // Checks every entry of a per-channel parameter vector against [min, max].
 template <typename Scalar>
-void CheckEachInRange(const std::string& argument, const VectorMap<Scalar>& vector,
+void CheckEachInRange(const std::string& owner, const char* field, const VectorMap<Scalar>& vector,
                       std::int64_t min, std::int64_t max) {
   for (int i = 0; i < vector.size(); ++i) {
     if (vector(i) < min || vector(i) > max) {
-      CheckInRange(argument + "[" + std::to_string(i) + "]", vector(i), min, max);
+      CheckInRange(owner + "." + field + "[" + std::to_string(i) + "]", vector(i), min, max);
     }
   }
 }

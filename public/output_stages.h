@@ -115,11 +115,11 @@ inline void ValidatePerChannelScale(const std::string& name,
                                     const char* shift_field,
                                     const VectorMap<const std::int32_t>& shifts, int min, int max,
                                     ChannelAxis axis, int rows, int cols) {
-  checks::CheckChannelVector(name + ".result_fixedpoint_multiplier", multipliers, axis, rows, cols);
-  checks::CheckChannelVector(name + "." + shift_field, shifts, axis, rows, cols);
-  checks::CheckEachInRange(name + ".result_fixedpoint_multiplier", multipliers, 0,
+  checks::CheckChannelVector(name, "result_fixedpoint_multiplier", multipliers, axis, rows, cols);
+  checks::CheckChannelVector(name, shift_field, shifts, axis, rows, cols);
+  checks::CheckEachInRange(name, "result_fixedpoint_multiplier", multipliers, 0,
                            std::numeric_limits<std::int32_t>::max());
-  checks::CheckEachInRange(name + "." + shift_field, shifts, min, max);
+  checks::CheckEachInRange(name, shift_field, shifts, min, max);
 }
 
 }  // namespace stage_detail
@@ -130,7 +130,7 @@ struct OutputStageBiasAddition {
   ChannelAxis axis;
 
   void Validate(int rows, int cols, const std::string& name) const {
-    checks::CheckChannelVector(name + ".bias", bias, axis, rows, cols);
+    checks::CheckChannelVector(name, "bias", bias, axis, rows, cols);
   }
   bool Compile(internal::OutputProgram* program) const {
     return program->Append(
@@ -150,9 +150,9 @@ struct OutputStageQuantizeDownInt32ByFixedPoint {
   std::int32_t result_offset_after_shift;
 
   void Validate(int, int, const std::string& name) const {
-    checks::CheckInRange(name + ".result_fixedpoint_multiplier", result_fixedpoint_multiplier, 0,
+    checks::CheckInRange(name, "result_fixedpoint_multiplier", result_fixedpoint_multiplier, 0,
                          std::numeric_limits<std::int32_t>::max());
-    checks::CheckInRange(name + ".result_shift", result_shift, 0, 31);
+    checks::CheckInRange(name, "result_shift", result_shift, 0, 31);
   }
   bool Compile(internal::OutputProgram* program) const {
     return program->Append({internal::OutputOpcode::kScaleByFixedPoint,
@@ -197,9 +197,9 @@ struct OutputStageScaleInt32ByFixedPointAndExponent {
   std::int32_t result_offset_after_exponent;
 
   void Validate(int, int, const std::string& name) const {
-    checks::CheckInRange(name + ".result_fixedpoint_multiplier", result_fixedpoint_multiplier, 0,
+    checks::CheckInRange(name, "result_fixedpoint_multiplier", result_fixedpoint_multiplier, 0,
                          std::numeric_limits<std::int32_t>::max());
-    checks::CheckInRange(name + ".result_exponent", result_exponent, -31, 30);
+    checks::CheckInRange(name, "result_exponent", result_exponent, -31, 30);
   }
   bool Compile(internal::OutputProgram* program) const {
     return program->Append({internal::OutputOpcode::kScaleByFixedPoint,
@@ -247,9 +247,9 @@ struct OutputStageQuantizeDownInt32ToUint8Scale {
   int result_shift;
 
   void Validate(int, int, const std::string& name) const {
-    checks::CheckInRange(name + ".result_mult_int", result_mult_int, 0,
+    checks::CheckInRange(name, "result_mult_int", result_mult_int, 0,
                          std::numeric_limits<std::int32_t>::max());
-    checks::CheckInRange(name + ".result_shift", result_shift, 0, 31);
+    checks::CheckInRange(name, "result_shift", result_shift, 0, 31);
   }
   std::int32_t Eval(std::int32_t acc, int, int) const {
     return stage_detail::LegacyScale(acc, result_offset, result_mult_int, result_shift);
@@ -264,11 +264,11 @@ struct OutputStageQuantizeDownInt32ToUint8ScalePerChannel {
   ChannelAxis axis;
 
   void Validate(int rows, int cols, const std::string& name) const {
-    checks::CheckChannelVector(name + ".result_offset", result_offset, axis, rows, cols);
-    checks::CheckChannelVector(name + ".result_mult_int", result_mult_int, axis, rows, cols);
-    checks::CheckEachInRange(name + ".result_mult_int", result_mult_int, 0,
+    checks::CheckChannelVector(name, "result_offset", result_offset, axis, rows, cols);
+    checks::CheckChannelVector(name, "result_mult_int", result_mult_int, axis, rows, cols);
+    checks::CheckEachInRange(name, "result_mult_int", result_mult_int, 0,
                              std::numeric_limits<std::int32_t>::max());
-    checks::CheckInRange(name + ".result_shift", result_shift, 0, 31);
+    checks::CheckInRange(name, "result_shift", result_shift, 0, 31);
   }
   std::int32_t Eval(std::int32_t acc, int row, int col) const {
     const int channel = stage_detail::ChannelIndex(axis, row, col);
@@ -290,7 +290,7 @@ struct OutputStageShiftByPOT {
   std::uint32_t seed = 0;
 
   void Validate(int, int, const std::string& name) const {
-    checks::CheckInRange(name + ".exponent", exponent, -31, 31);
+    checks::CheckInRange(name, "exponent", exponent, -31, 31);
   }
   // Stochastic rounding stays on the scalar path.
   bool Compile(internal::OutputProgram* program) const {
@@ -369,7 +369,7 @@ struct OutputStageTanh {
   std::int32_t real_amplitude_as_int32;
 
   void Validate(int, int, const std::string& name) const {
-    checks::CheckInRange(name + ".real_amplitude_as_int32", real_amplitude_as_int32, 1,
+    checks::CheckInRange(name, "real_amplitude_as_int32", real_amplitude_as_int32, 1,
                          std::numeric_limits<std::int32_t>::max());
   }
   std::int32_t Eval(std::int32_t acc, int, int) const {
@@ -386,7 +386,7 @@ struct OutputStageLogistic {
   std::int32_t real_amplitude_as_int32;
 
   void Validate(int, int, const std::string& name) const {
-    checks::CheckInRange(name + ".real_amplitude_as_int32", real_amplitude_as_int32, 1,
+    checks::CheckInRange(name, "real_amplitude_as_int32", real_amplitude_as_int32, 1,
                          std::numeric_limits<std::int32_t>::max());
   }
   std::int32_t Eval(std::int32_t acc, int, int) const {
