@@ -104,24 +104,10 @@ __m256i Run(const OutputInstruction& instruction, __m256i v, const Lanes& lanes)
   return v;
 }
 
-int OutputSize(OutputType type) {
-  switch (type) {
-    case OutputType::kInt32:
-      return 4;
-    case OutputType::kInt16:
-      return 2;
-    case OutputType::kInt8:
-    case OutputType::kUint8:
-      return 1;
-  }
-  return 4;
-}
-
-// Stores `count` lanes as the output type. The program's last stage left every lane in the
-// type's range, so keeping the low bytes is exact.
-void Store(__m256i v, OutputType type, int count, char* out) {
+// Stores `count` lanes as `size`-byte elements. The pipeline's last stage left every lane in
+// the result type's range, so keeping the low bytes is exact.
+void Store(__m256i v, int size, int count, char* out) {
   alignas(32) char buffer[32];
-  const int size = OutputSize(type);
   if (size == 4) {
     _mm256_store_si256(reinterpret_cast<__m256i*>(buffer), v);
   } else {
@@ -149,7 +135,7 @@ void WriteOutputAvx2(const OutputProgram& program, const AccumulatorBlock& block
   const int length = row_major ? block.cols : block.rows;
   const std::ptrdiff_t line_step = row_major ? block.row_stride : block.col_stride;
   const std::ptrdiff_t entry_step = row_major ? block.col_stride : block.row_stride;
-  const int size = OutputSize(program.output_type);
+  const int size = ElementSize(result.type);
   alignas(32) std::int32_t gathered[kLanes];
   for (int line = 0; line < lines; ++line) {
     const std::int32_t* acc = block.data + line * line_step;
@@ -171,7 +157,7 @@ void WriteOutputAvx2(const OutputProgram& program, const AccumulatorBlock& block
         v = LoadPartial(gathered, count);
       }
       for (int k = 0; k < program.count; ++k) v = Run(program.instructions[k], v, lanes);
-      Store(v, program.output_type, count, out + static_cast<std::ptrdiff_t>(i) * size);
+      Store(v, size, count, out + static_cast<std::ptrdiff_t>(i) * size);
     }
   }
 }

@@ -1,5 +1,6 @@
 // An output pipeline as data: built from the stage tuple (when every stage has a compiled form),
-// so that the library's per-ISA writers can run it vectorized without the stage types.
+// so that the library's per-ISA writers can run it vectorized without the stage types. The
+// result's element type comes with the result view, not with the program.
 #ifndef LOWBIT_INTERNAL_OUTPUT_PROGRAM_H_
 #define LOWBIT_INTERNAL_OUTPUT_PROGRAM_H_
 
@@ -36,13 +37,10 @@ struct OutputInstruction {
   std::int32_t limit;       // kClamp: max; the shifts: shift
 };
 
-enum class OutputType : std::uint8_t { kInt32, kInt16, kInt8, kUint8 };
-
 struct OutputProgram {
   static constexpr int kMaxInstructions = 12;
   OutputInstruction instructions[kMaxInstructions];
   int count = 0;
-  OutputType output_type = OutputType::kInt32;
 
   // False (and the program unusable) once more than kMaxInstructions are appended.
   bool Append(const OutputInstruction& instruction) {

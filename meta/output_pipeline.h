@@ -67,19 +67,10 @@ template <typename Stage>
 struct HasCompile<Stage, decltype(static_cast<void>(std::declval<const Stage&>().Compile(
                              std::declval<internal::OutputProgram*>())))> : std::true_type {};
 
-template <typename Scalar>
-constexpr internal::OutputType OutputTypeOf() {
-  if (std::is_same<Scalar, std::uint8_t>::value) return internal::OutputType::kUint8;
-  if (std::is_same<Scalar, std::int8_t>::value) return internal::OutputType::kInt8;
-  if (std::is_same<Scalar, std::int16_t>::value) return internal::OutputType::kInt16;
-  return internal::OutputType::kInt32;
-}
-
 // Describes the pipeline as an OutputProgram; false when a stage has no compiled form.
 template <std::size_t Index = 0, typename Pipeline>
 bool CompileOutputProgram(const Pipeline& pipeline, internal::OutputProgram* program) {
   if constexpr (Index == std::tuple_size<Pipeline>::value) {
-    program->output_type = OutputTypeOf<typename PipelineOutput<Pipeline>::type>();
     return true;
   } else {
     using Stage = std::tuple_element_t<Index, Pipeline>;
