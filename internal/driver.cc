@@ -152,10 +152,16 @@ struct GemmTask {
     const int last = PartStart(panels, workers, part + 1);
     if (first == last) return;
     const int col = first * width;
-    const int cols = std::min(last * width, chunk_cols) - col;
+    PackRhsColumns(col, std::min(last * width, chunk_cols) - col,
+                   shared.packed_rhs + first * PanelBytes(width));
+  }
+
+  // Packs the chunk's columns [col, col + cols), whole depth, into `packed`, and their sums
+  // into col_sums (pack functions add to the sums they are given).
+  void PackRhsColumns(int col, int cols, char* packed) const {
     std::memset(shared.col_sums + col, 0, sizeof(std::int32_t) * cols);
-    kernel.pack_rhs(rhs_transposed, chunk_start + col, cols, 0, lhs.cols,
-                    shared.packed_rhs + first * PanelBytes(width), shared.col_sums + col);
+    kernel.pack_rhs(rhs_transposed, chunk_start + col, cols, 0, lhs.cols, packed,
+                    shared.col_sums + col);
   }
 
   // The result columns [col_start, col_start + cols) of the chunk for the rows packed in
@@ -174,11 +180,7 @@ struct GemmTask {
       const char* packed_rhs =
           stream_rhs ? scratch.rhs_block
                      : shared.rhs_panels + (block_start / format.rhs_cols) * rhs_panel_bytes;
-      if (stream_rhs) {
-        std::memset(shared.col_sums + block_start, 0, sizeof(std::int32_t) * block_cols);
-        kernel.pack_rhs(rhs_transposed, chunk_start + block_start, block_cols, 0, depth,
-                        scratch.rhs_block, shared.col_sums + block_start);
-      }
+      if (stream_rhs) PackRhsColumns(block_start, block_cols, scratch.rhs_block);
       if (depth == 0) {
         std::memset(scratch.acc, 0,
                     sizeof(std::int32_t) * RoundUp(rows, format.lhs_rows) * acc_stride);
@@ -307,9 +309,9 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   shared.rhs_offsets = shared.lhs_offsets + layout.lhs_offsets_bytes / sizeof(std::int32_t);
   shared.rhs_panels = shared.packed_rhs;
   shared.rhs_col_sums = shared.col_sums;
-  EffectiveOffsets(lhs_offset, PackedValueShift(format.packed_type, lhs.type), 0, rows,
+  EffectiveOffsets(lhs_offset, PackedValueShift(format.packed_type, lhs.type), rows,
                    shared.lhs_offsets);
-  EffectiveOffsets(rhs_offset, PackedValueShift(format.packed_type, rhs.type), 0, cols,
+  EffectiveOffsets(rhs_offset, PackedValueShift(format.packed_type, rhs.type), cols,
                    shared.rhs_offsets);
   GemmTask task{kernel,  lhs,    Transposed(rhs), blocking,      padded_depth, stream_rhs, layout,
                 scratch, shared, target,          output_writer, transposed,   1};

@@ -4,10 +4,9 @@
 namespace lowbit {
 namespace internal {
 
-void EffectiveOffsets(const Offsets& offsets, int value_shift, int start, int count,
-                      std::int32_t* out) {
+void EffectiveOffsets(const Offsets& offsets, int value_shift, int count, std::int32_t* out) {
   for (int i = 0; i < count; ++i) {
-    out[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(offsets(start + i)) +
+    out[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(offsets(i)) +
                                        static_cast<std::uint32_t>(value_shift));
   }
 }

@@ -11,10 +11,9 @@
 namespace lowbit {
 namespace internal {
 
-// out[i] = offsets(start + i) + value_shift for i < count: the effective offsets, since packing
-// stored value - value_shift. Computed once per GEMM so that the per-entry loop reads arrays.
-void EffectiveOffsets(const Offsets& offsets, int value_shift, int start, int count,
-                      std::int32_t* out);
+// out[i] = offsets(i) + value_shift for i < count: the effective offsets, since packing stored
+// value - value_shift. Computed once per GEMM so that the per-entry loop reads arrays.
+void EffectiveOffsets(const Offsets& offsets, int value_shift, int count, std::int32_t* out);
 
 // acc[r][c] += a[r] * col_sums[c] + b[c] * row_sums[r] + depth * a[r] * b[c] for the block's
 // rows x cols, with a and b its effective offsets, in wrapping int32 arithmetic: the true result
