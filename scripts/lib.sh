@@ -1,5 +1,8 @@
 # Shared by the scripts: install missing Debian packages and the arm64 sysroot (both idempotent),
 # and the job count.
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+
 install_packages() {
   local missing=()
   for package in "$@"; do
@@ -7,11 +10,9 @@ install_packages() {
       missing+=("$package")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
-  local sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
   echo "installing: ${missing[*]}"
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
 # The arm64 builds of the test and runtime dependencies, unpacked into a sysroot rather than
@@ -23,12 +24,10 @@ install_aarch64_sysroot() {
   local sysroot=$1
   local stamp="$sysroot/.packages"
   [ "$(cat "$stamp" 2>/dev/null)" = "${LOWBIT_AARCH64_SYSROOT_PACKAGES[*]}" ] && return 0
-  local sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
   # apt lists arm64 packages only for a configured foreign architecture; nothing arm64 is
   # installed into the system.
-  dpkg --print-foreign-architectures | grep -qx arm64 || $sudo dpkg --add-architecture arm64
-  $sudo apt-get update -q
+  dpkg --print-foreign-architectures | grep -qx arm64 || $SUDO dpkg --add-architecture arm64
+  $SUDO apt-get update -q
   local downloads
   downloads=$(mktemp -d)
   chmod 777 "$downloads"  # apt downloads as its unprivileged _apt user
