@@ -49,16 +49,19 @@ struct KernelEntry {
   Kernel kernel;
   bool (*cpu_supports)();
   const internal::KernelImplementation& (*implementation)();
+  const internal::KernelImplementation& (*prepacked_rhs_implementation)();
   internal::OutputWriter output_writer;
 };
 const KernelEntry kKernels[] = {
-    {Kernel::kReference, &AlwaysSupported, &internal::ReferenceKernel, nullptr},
+    {Kernel::kReference, &AlwaysSupported, &internal::ReferenceKernel, &internal::ReferenceKernel,
+     nullptr},
 #if defined(__x86_64__)
-    {Kernel::kSse41, &HasSse41, &internal::Sse41Kernel, nullptr},
-    {Kernel::kAvx2, &HasAvx2, &internal::Avx2Kernel, &internal::WriteOutputAvx2},
+    {Kernel::kSse41, &HasSse41, &internal::Sse41Kernel, &internal::Sse41Kernel, nullptr},
+    {Kernel::kAvx2, &HasAvx2, &internal::Avx2Kernel, &internal::Avx2Int8RhsKernel,
+     &internal::WriteOutputAvx2},
 #endif
 #if defined(__aarch64__)
-    {Kernel::kNeon, &HasNeon, &internal::NeonKernel, nullptr},
+    {Kernel::kNeon, &HasNeon, &internal::NeonKernel, &internal::NeonKernel, nullptr},
 #endif
 };
 
@@ -131,10 +134,20 @@ OutputWriter OutputWriterFor(Kernel kernel) {
   return entry == nullptr ? nullptr : entry->output_writer;
 }
 
-const KernelImplementation& GetKernelImplementation(Kernel kernel) {
+namespace {
+const KernelEntry& ResolvedEntry(Kernel kernel) {
   const KernelEntry* entry = FindEntry(kernel);
-  if (entry == nullptr) throw std::logic_error("GetKernelImplementation needs a resolved kernel");
-  return entry->implementation();
+  if (entry == nullptr) throw std::logic_error("kernel implementations need a resolved kernel");
+  return *entry;
+}
+}  // namespace
+
+const KernelImplementation& GetKernelImplementation(Kernel kernel) {
+  return ResolvedEntry(kernel).implementation();
+}
+
+const KernelImplementation& GetPrepackedRhsKernelImplementation(Kernel kernel) {
+  return ResolvedEntry(kernel).prepacked_rhs_implementation();
 }
 
 }  // namespace internal

@@ -59,17 +59,17 @@ struct ScratchLayout {
       : packed_rhs_bytes(stream_rhs || rhs_prepacked
                              ? 0
                              : AlignUp(static_cast<std::size_t>(blocking.rhs_cols) * padded_depth *
-                                       PackedSize(format.packed_type))),
+                                       PackedSize(format.rhs_type))),
         col_sums_bytes(AlignUp(sizeof(std::int32_t) * blocking.rhs_cols)),
         lhs_offsets_bytes(AlignUp(sizeof(std::int32_t) * rows)),
         rhs_offsets_bytes(AlignUp(sizeof(std::int32_t) * cols)),
         packed_lhs_bytes(AlignUp(static_cast<std::size_t>(blocking.rows) * padded_depth *
-                                 PackedSize(format.packed_type))),
+                                 PackedSize(format.lhs_type))),
         row_sums_bytes(AlignUp(sizeof(std::int32_t) * blocking.rows)),
         acc_bytes(AlignUp(sizeof(std::int32_t) * blocking.rows *
                           AccumulatorStride(blocking.cols, format))),
         rhs_block_bytes(stream_rhs ? AlignUp(static_cast<std::size_t>(blocking.streamed_cols) *
-                                             padded_depth * PackedSize(format.packed_type))
+                                             padded_depth * PackedSize(format.rhs_type))
                                    : 0) {}
 
   std::size_t Shared() const {
@@ -127,8 +127,13 @@ struct GemmTask {
   std::atomic<int> handed_out{0};
   std::atomic<int> handed_back{0};
 
-  std::size_t PanelBytes(int width) const {
-    return static_cast<std::size_t>(width) * padded_depth * PackedSize(kernel.format.packed_type);
+  std::size_t LhsPanelBytes() const {
+    return static_cast<std::size_t>(kernel.format.lhs_rows) * padded_depth *
+           PackedSize(kernel.format.lhs_type);
+  }
+  std::size_t RhsPanelBytes() const {
+    return static_cast<std::size_t>(kernel.format.rhs_cols) * padded_depth *
+           PackedSize(kernel.format.rhs_type);
   }
 
   WorkerScratch ForWorker(int worker) const {
@@ -153,7 +158,7 @@ struct GemmTask {
     if (first == last) return;
     const int col = first * width;
     PackRhsColumns(col, std::min(last * width, chunk_cols) - col,
-                   shared.packed_rhs + first * PanelBytes(width));
+                   shared.packed_rhs + first * RhsPanelBytes());
   }
 
   // Packs the chunk's columns [col, col + cols), whole depth, into `packed`, and their sums
@@ -171,9 +176,8 @@ struct GemmTask {
     const KernelFormat& format = kernel.format;
     const int depth = lhs.cols;
     const int acc_stride = AccumulatorStride(blocking.cols, format);
-    const std::size_t lhs_panel_bytes = PanelBytes(format.lhs_rows);
-    const std::size_t rhs_panel_bytes = PanelBytes(format.rhs_cols);
-    const int element = PackedSize(format.packed_type);
+    const std::size_t lhs_panel_bytes = LhsPanelBytes();
+    const std::size_t rhs_panel_bytes = RhsPanelBytes();
     const int block_width = stream_rhs ? blocking.streamed_cols : blocking.cols;
     for (int block_start = col_start; block_start < col_start + cols; block_start += block_width) {
       const int block_cols = std::min(block_width, col_start + cols - block_start);
@@ -188,15 +192,17 @@ struct GemmTask {
       for (int depth_start = 0; depth_start < depth; depth_start += blocking.depth) {
         const int slice_depth =
             RoundUp(std::min(blocking.depth, depth - depth_start), format.depth_group);
-        const std::size_t lhs_slice = static_cast<std::size_t>(depth_start) * format.lhs_rows;
-        const std::size_t rhs_slice = static_cast<std::size_t>(depth_start) * format.rhs_cols;
+        const std::size_t lhs_slice =
+            static_cast<std::size_t>(depth_start) * format.lhs_rows * PackedSize(format.lhs_type);
+        const std::size_t rhs_slice =
+            static_cast<std::size_t>(depth_start) * format.rhs_cols * PackedSize(format.rhs_type);
         for (int j = 0; j < block_cols; j += format.rhs_cols) {
-          const char* rhs_panel =
-              packed_rhs + (j / format.rhs_cols) * rhs_panel_bytes + rhs_slice * element;
+          const char* rhs_panel = packed_rhs + (j / format.rhs_cols) * rhs_panel_bytes + rhs_slice;
           for (int i = 0; i < rows; i += format.lhs_rows) {
             const char* lhs_panel =
-                scratch.packed_lhs + (i / format.lhs_rows) * lhs_panel_bytes + lhs_slice * element;
+                scratch.packed_lhs + (i / format.lhs_rows) * lhs_panel_bytes + lhs_slice;
             kernel.micro_kernel(lhs_panel, rhs_panel, slice_depth,
+                                std::min(format.lhs_rows, rows - i),
                                 scratch.acc + static_cast<std::ptrdiff_t>(i) * acc_stride + j,
                                 acc_stride, depth_start > 0);
           }
@@ -268,11 +274,27 @@ struct GemmTask {
   }
 };
 
+// A vector stored with unit steps is the same memory in either order. Seen along its length, a
+// writer stores whole vectors of results instead of one entry per line.
+MatrixView AlongItsLength(const MatrixView& result) {
+  MatrixView view = result;
+  if (result.stride == 1 && result.order == Order::kColMajor && result.rows == 1) {
+    view.order = Order::kRowMajor;
+    view.stride = result.cols;
+  } else if (result.stride == 1 && result.order == Order::kRowMajor && result.cols == 1) {
+    view.order = Order::kColMajor;
+    view.stride = result.rows;
+  }
+  return view;
+}
+
 }  // namespace
 
 void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& result_rhs,
              const PackedOperand* packed_rhs, const Offsets& result_lhs_offset,
-             const Offsets& result_rhs_offset, const ResultTarget& target) {
+             const Offsets& result_rhs_offset, const ResultTarget& caller_target) {
+  ResultTarget target = caller_target;
+  target.result = AlongItsLength(caller_target.result);
   // A short lhs stays on the left even for a column-major result: its few rows would fill
   // register tiles badly as rhs columns, and its few result columns are cheap to store. A
   // prepacked rhs is packed for the right-hand side and stays there.
@@ -284,7 +306,9 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   const Offsets& rhs_offset = transposed ? result_lhs_offset : result_rhs_offset;
   ContextState& state = context.state();
   const Kernel resolved_kernel = context.ResolvedKernel();
-  const KernelImplementation& kernel = GetKernelImplementation(resolved_kernel);
+  const KernelImplementation& kernel = packed_rhs != nullptr
+                                           ? GetPrepackedRhsKernelImplementation(resolved_kernel)
+                                           : GetKernelImplementation(resolved_kernel);
   const OutputWriter output_writer =
       target.program != nullptr ? OutputWriterFor(resolved_kernel) : nullptr;
   const KernelFormat& format = kernel.format;
@@ -309,9 +333,9 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   shared.rhs_offsets = shared.lhs_offsets + layout.lhs_offsets_bytes / sizeof(std::int32_t);
   shared.rhs_panels = shared.packed_rhs;
   shared.rhs_col_sums = shared.col_sums;
-  EffectiveOffsets(lhs_offset, PackedValueShift(format.packed_type, lhs.type), rows,
+  EffectiveOffsets(lhs_offset, PackedValueShift(format.lhs_type, lhs.type), rows,
                    shared.lhs_offsets);
-  EffectiveOffsets(rhs_offset, PackedValueShift(format.packed_type, rhs.type), cols,
+  EffectiveOffsets(rhs_offset, PackedValueShift(format.rhs_type, rhs.type), cols,
                    shared.rhs_offsets);
   GemmTask task{kernel,  lhs,    Transposed(rhs), blocking,      padded_depth, stream_rhs, layout,
                 scratch, shared, target,          output_writer, transposed,   1};
@@ -320,8 +344,8 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
     task.chunk_start = chunk_start;
     task.chunk_cols = std::min(blocking.rhs_cols, cols - chunk_start);
     if (packed_rhs != nullptr) {
-      task.shared.rhs_panels = packed_rhs->data.get() +
-                               (chunk_start / format.rhs_cols) * task.PanelBytes(format.rhs_cols);
+      task.shared.rhs_panels =
+          packed_rhs->data.get() + (chunk_start / format.rhs_cols) * task.RhsPanelBytes();
       task.shared.rhs_col_sums = packed_rhs->col_sums.get() + chunk_start;
     }
     const bool pack_rhs = !stream_rhs && packed_rhs == nullptr;

@@ -22,13 +22,18 @@ inline int PackedValueShift(PackedType packed, ElementType source) {
   return packed == PackedType::kInt8 && source == ElementType::kUint8 ? 128 : 0;
 }
 
+// The packed type a C++ element type stores.
+template <typename Packed>
+constexpr PackedType kPackedTypeOf = sizeof(Packed) == 2 ? PackedType::kInt16 : PackedType::kInt8;
+
 // A register tile of lhs_rows x rhs_cols accumulators, consuming depth in groups of
-// depth_group values.
+// depth_group values, from operands packed as lhs_type and rhs_type.
 struct KernelFormat {
   int lhs_rows;
   int rhs_cols;
   int depth_group;
-  PackedType packed_type;
+  PackedType lhs_type;
+  PackedType rhs_type;
 };
 
 // A packed block of `count` rows (lhs rows, or rhs columns) by `depth` holds
@@ -43,10 +48,12 @@ struct KernelFormat {
 using PackFunction = void (*)(const MatrixView& source, int start, int count, int depth_start,
                               int depth, void* packed, std::int32_t* sums);
 
-// acc[i * acc_stride + j] (+)= sum over d of lhs_panel(i, d) * rhs_panel(j, d), for the full
-// lhs_rows x rhs_cols tile, in wrapping int32 arithmetic. Stores when `accumulate` is false.
+// acc[i * acc_stride + j] (+)= sum over d of lhs_panel(i, d) * rhs_panel(j, d), for rows
+// i < `rows` (1 .. lhs_rows) of the lhs_rows x rhs_cols tile, in wrapping int32 arithmetic.
+// Stores when `accumulate` is false. Rows from `rows` on may be written too: the accumulator
+// block always has room for whole tiles.
 using MicroKernelFunction = void (*)(const void* lhs_panel, const void* rhs_panel, int padded_depth,
-                                     std::int32_t* acc, int acc_stride, bool accumulate);
+                                     int rows, std::int32_t* acc, int acc_stride, bool accumulate);
 
 struct KernelImplementation {
   Kernel kernel;
@@ -61,6 +68,8 @@ const KernelImplementation& ReferenceKernel();
 // Call only when cpuinfo reports SSE4.1 (AVX2): their code uses those instructions.
 const KernelImplementation& Sse41Kernel();
 const KernelImplementation& Avx2Kernel();
+// AVX2 with the rhs packed as int8: the one PrepackedRhs uses.
+const KernelImplementation& Avx2Int8RhsKernel();
 #endif
 #if defined(__aarch64__)
 const KernelImplementation& NeonKernel();
@@ -68,6 +77,9 @@ const KernelImplementation& NeonKernel();
 
 // The implementation for a resolved (non-kAuto) kernel.
 const KernelImplementation& GetKernelImplementation(Kernel kernel);
+// The implementation that packs prepacked weights (PrepackedRhs) for `kernel` and multiplies
+// with them: the same, or one whose rhs layout suits an operand read from memory on every call.
+const KernelImplementation& GetPrepackedRhsKernelImplementation(Kernel kernel);
 
 inline int RoundUp(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
 

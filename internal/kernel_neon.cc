@@ -14,7 +14,7 @@ namespace {
 // uint8 sources are packed as value - 128 (PackedValueShift), so every packed value is in
 // [-128, 127] and every product in [-16256, 16384]: one product fits int16, but two of
 // -128 * -128 do not, which is why the kernel never adds two products in int16.
-constexpr KernelFormat kNeonFormat{4, 4, 16, PackedType::kInt8};
+constexpr KernelFormat kNeonFormat{4, 4, 16, PackedType::kInt8, PackedType::kInt8};
 constexpr int kGroup = kNeonFormat.depth_group;
 
 // One group of 16 source values along the depth, as packed int8.
@@ -39,7 +39,7 @@ std::int8_t PackedValue(const MatrixView& source, int row, int col, int value_sh
 // partial group of a row is assembled in a zero-filled buffer so its padding stays zero.
 void PackContiguousDepth(const MatrixView& source, int panel_width, int start, int count,
                          int depth_start, int depth, void* packed, std::int32_t* sums) {
-  const int value_shift = PackedValueShift(kNeonFormat.packed_type, source.type);
+  const int value_shift = PackedValueShift(PackedType::kInt8, source.type);
   const int padded_depth = RoundUp(depth, kGroup);
   auto* out = static_cast<std::int8_t*>(packed);
   for (int panel_start = 0; panel_start < count; panel_start += panel_width) {
@@ -106,7 +106,8 @@ void PackRhsNeon(const MatrixView& source, int start, int count, int depth_start
 // (vpadalq_s16, exact: a pair is at most 32768 in magnitude). Not vmlal_s8: it sums two
 // products in int16 and overflows for -128 * -128 + -128 * -128. The lanes wrap like every
 // int32 sum of the library; the final horizontal adds fold the four lanes into one.
-void MicroKernelNeon(const void* lhs_panel, const void* rhs_panel, int padded_depth,
+// The whole tile is computed (16 accumulators unrolled in registers); only `rows` rows are stored.
+void MicroKernelNeon(const void* lhs_panel, const void* rhs_panel, int padded_depth, int rows,
                      std::int32_t* acc, int acc_stride, bool accumulate) {
   constexpr int kRows = kNeonFormat.lhs_rows;
   constexpr int kCols = kNeonFormat.rhs_cols;
@@ -131,7 +132,7 @@ void MicroKernelNeon(const void* lhs_panel, const void* rhs_panel, int padded_de
     lhs += kRows * kGroup;
     rhs += kCols * kGroup;
   }
-  for (int i = 0; i < kRows; ++i) {
+  for (int i = 0; i < rows; ++i) {
     // [sum of lanes[i][0], ..., sum of lanes[i][3]]: row i of the tile.
     int32x4_t row =
         vpaddq_s32(vpaddq_s32(lanes[i][0], lanes[i][1]), vpaddq_s32(lanes[i][2], lanes[i][3]));

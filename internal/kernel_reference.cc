@@ -9,7 +9,7 @@ namespace lowbit {
 namespace internal {
 namespace {
 
-constexpr KernelFormat kReferenceFormat{4, 4, 2, PackedType::kInt16};
+constexpr KernelFormat kReferenceFormat{4, 4, 2, PackedType::kInt16, PackedType::kInt16};
 
 void PackLhsReference(const MatrixView& source, int start, int count, int depth_start, int depth,
                       void* packed, std::int32_t* sums) {
@@ -23,7 +23,7 @@ void PackRhsReference(const MatrixView& source, int start, int count, int depth_
                                depth_start, depth, packed, sums);
 }
 
-void MicroKernelReference(const void* lhs_panel, const void* rhs_panel, int padded_depth,
+void MicroKernelReference(const void* lhs_panel, const void* rhs_panel, int padded_depth, int rows,
                           std::int32_t* acc, int acc_stride, bool accumulate) {
   constexpr int kRows = kReferenceFormat.lhs_rows;
   constexpr int kCols = kReferenceFormat.rhs_cols;
@@ -34,7 +34,7 @@ void MicroKernelReference(const void* lhs_panel, const void* rhs_panel, int padd
   // offset terms added at unpacking bring a wrapped sum back to the exact result.
   std::uint32_t sums[kRows][kCols] = {};
   for (int group = 0; group < padded_depth; group += kGroup) {
-    for (int i = 0; i < kRows; ++i) {
+    for (int i = 0; i < rows; ++i) {
       for (int j = 0; j < kCols; ++j) {
         for (int k = 0; k < kGroup; ++k) {
           sums[i][j] += static_cast<std::uint32_t>(lhs[i * kGroup + k] * rhs[j * kGroup + k]);
@@ -44,7 +44,7 @@ void MicroKernelReference(const void* lhs_panel, const void* rhs_panel, int padd
     lhs += kRows * kGroup;
     rhs += kCols * kGroup;
   }
-  for (int i = 0; i < kRows; ++i) {
+  for (int i = 0; i < rows; ++i) {
     for (int j = 0; j < kCols; ++j) {
       std::int32_t& out = acc[i * acc_stride + j];
       out = static_cast<std::int32_t>(sums[i][j] +

@@ -3,6 +3,7 @@
 #include <smmintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "internal/kernel.h"
 #include "internal/pack_x86.h"
@@ -12,7 +13,7 @@ namespace internal {
 namespace {
 
 // Six lhs rows against eight rhs columns (two vectors of 4 int32): the AVX2 tile at half width.
-constexpr KernelFormat kSse41Format{6, 8, 2, PackedType::kInt16};
+constexpr KernelFormat kSse41Format{6, 8, 2, PackedType::kInt16, PackedType::kInt16};
 constexpr int kRows = kSse41Format.lhs_rows;
 constexpr int kCols = kSse41Format.rhs_cols;
 
@@ -26,59 +27,86 @@ void PackRhsSse41(const MatrixView& source, int start, int count, int depth_star
   PackInt16PairsSse41(source, kCols, start, count, depth_start, depth, packed, sums);
 }
 
+// Row i's (d, d + 1) pair, as the int32 copied into every lane.
+inline __m128i BroadcastPair(const std::int16_t* pair) {
+  std::int32_t bits;
+  std::memcpy(&bits, pair, sizeof(bits));
+  return _mm_set1_epi32(bits);
+}
+
 inline __m128i MultiplyAdd(__m128i acc, __m128i lhs_pair, __m128i rhs_pairs) {
   return _mm_add_epi32(acc, _mm_madd_epi16(lhs_pair, rhs_pairs));
 }
 
-void MicroKernelSse41(const void* lhs_panel, const void* rhs_panel, int padded_depth,
-                      std::int32_t* acc, int acc_stride, bool accumulate) {
-  const auto* lhs = static_cast<const std::int16_t*>(lhs_panel);
-  const auto* rhs = static_cast<const std::int16_t*>(rhs_panel);
-  __m128i acc00 = _mm_setzero_si128(), acc01 = _mm_setzero_si128();
-  __m128i acc10 = _mm_setzero_si128(), acc11 = _mm_setzero_si128();
-  __m128i acc20 = _mm_setzero_si128(), acc21 = _mm_setzero_si128();
-  __m128i acc30 = _mm_setzero_si128(), acc31 = _mm_setzero_si128();
-  __m128i acc40 = _mm_setzero_si128(), acc41 = _mm_setzero_si128();
-  __m128i acc50 = _mm_setzero_si128(), acc51 = _mm_setzero_si128();
+// One row of the tile: its accumulators for the low and high rhs vectors.
+struct RowSums {
+  __m128i low;
+  __m128i high;
+};
+
+// The row's next pair times both rhs vectors. Passed and returned by value: accumulators
+// whose address is taken end up on the stack.
+inline RowSums MultiplyRow(RowSums sums, const std::int16_t* lhs_pair, __m128i rhs0, __m128i rhs1) {
+  const __m128i pair = BroadcastPair(lhs_pair);
+  return {MultiplyAdd(sums.low, pair, rhs0), MultiplyAdd(sums.high, pair, rhs1)};
+}
+
+inline void StoreRow(RowSums sums, bool accumulate, std::int32_t* acc) {
+  __m128i low = sums.low, high = sums.high;
+  auto* out = reinterpret_cast<__m128i*>(acc);
+  if (accumulate) {
+    low = _mm_add_epi32(low, _mm_loadu_si128(out));
+    high = _mm_add_epi32(high, _mm_loadu_si128(out + 1));
+  }
+  _mm_storeu_si128(out, low);
+  _mm_storeu_si128(out + 1, high);
+}
+
+// The first kUsedRows rows of the tile. One named RowSums per row, not an array: GCC keeps an
+// array of vectors on the stack even when every index is a constant.
+template <int kUsedRows>
+__attribute__((noinline)) void MicroKernelRows(const std::int16_t* lhs, const std::int16_t* rhs,
+                                               int padded_depth, std::int32_t* acc, int acc_stride,
+                                               bool accumulate) {
+  const RowSums zero{_mm_setzero_si128(), _mm_setzero_si128()};
+  RowSums row0 = zero, row1 = zero, row2 = zero, row3 = zero, row4 = zero, row5 = zero;
   for (int d = 0; d < padded_depth; d += 2) {
     _mm_prefetch(reinterpret_cast<const char*>(lhs + 8 * 2 * kRows), _MM_HINT_T0);
     const __m128i rhs0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rhs));
     const __m128i rhs1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rhs + 8));
-    // Rows 0-3 in one load and rows 4-5 in another; pshufd copies one row's pair to all lanes.
-    const __m128i rows0123 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(lhs));
-    const __m128i rows45 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(lhs + 8));
-    __m128i pair = _mm_shuffle_epi32(rows0123, 0x00);
-    acc00 = MultiplyAdd(acc00, pair, rhs0);
-    acc01 = MultiplyAdd(acc01, pair, rhs1);
-    pair = _mm_shuffle_epi32(rows0123, 0x55);
-    acc10 = MultiplyAdd(acc10, pair, rhs0);
-    acc11 = MultiplyAdd(acc11, pair, rhs1);
-    pair = _mm_shuffle_epi32(rows0123, 0xaa);
-    acc20 = MultiplyAdd(acc20, pair, rhs0);
-    acc21 = MultiplyAdd(acc21, pair, rhs1);
-    pair = _mm_shuffle_epi32(rows0123, 0xff);
-    acc30 = MultiplyAdd(acc30, pair, rhs0);
-    acc31 = MultiplyAdd(acc31, pair, rhs1);
-    pair = _mm_shuffle_epi32(rows45, 0x00);
-    acc40 = MultiplyAdd(acc40, pair, rhs0);
-    acc41 = MultiplyAdd(acc41, pair, rhs1);
-    pair = _mm_shuffle_epi32(rows45, 0x55);
-    acc50 = MultiplyAdd(acc50, pair, rhs0);
-    acc51 = MultiplyAdd(acc51, pair, rhs1);
+    row0 = MultiplyRow(row0, lhs, rhs0, rhs1);
+    if (kUsedRows > 1) row1 = MultiplyRow(row1, lhs + 2, rhs0, rhs1);
+    if (kUsedRows > 2) row2 = MultiplyRow(row2, lhs + 4, rhs0, rhs1);
+    if (kUsedRows > 3) row3 = MultiplyRow(row3, lhs + 6, rhs0, rhs1);
+    if (kUsedRows > 4) row4 = MultiplyRow(row4, lhs + 8, rhs0, rhs1);
+    if (kUsedRows > 5) row5 = MultiplyRow(row5, lhs + 10, rhs0, rhs1);
     lhs += 2 * kRows;
     rhs += 2 * kCols;
   }
-  const __m128i sums[kRows][2] = {{acc00, acc01}, {acc10, acc11}, {acc20, acc21},
-                                  {acc30, acc31}, {acc40, acc41}, {acc50, acc51}};
-  for (int i = 0; i < kRows; ++i) {
-    auto* out = reinterpret_cast<__m128i*>(acc + i * acc_stride);
-    __m128i low = sums[i][0], high = sums[i][1];
-    if (accumulate) {
-      low = _mm_add_epi32(low, _mm_loadu_si128(out));
-      high = _mm_add_epi32(high, _mm_loadu_si128(out + 1));
-    }
-    _mm_storeu_si128(out, low);
-    _mm_storeu_si128(out + 1, high);
+  // Stored in one loop: a separate store per row, each under its own condition, makes GCC
+  // keep copies of the accumulators on the stack inside the depth loop.
+  const RowSums rows[kRows] = {row0, row1, row2, row3, row4, row5};
+  for (int i = 0; i < kUsedRows; ++i) StoreRow(rows[i], accumulate, acc + i * acc_stride);
+}
+
+// A short last panel (a matrix-vector product has one row) multiplies only its real rows.
+void MicroKernelSse41(const void* lhs_panel, const void* rhs_panel, int padded_depth, int rows,
+                      std::int32_t* acc, int acc_stride, bool accumulate) {
+  const auto* lhs = static_cast<const std::int16_t*>(lhs_panel);
+  const auto* rhs = static_cast<const std::int16_t*>(rhs_panel);
+  switch (rows) {
+    case 1:
+      return MicroKernelRows<1>(lhs, rhs, padded_depth, acc, acc_stride, accumulate);
+    case 2:
+      return MicroKernelRows<2>(lhs, rhs, padded_depth, acc, acc_stride, accumulate);
+    case 3:
+      return MicroKernelRows<3>(lhs, rhs, padded_depth, acc, acc_stride, accumulate);
+    case 4:
+      return MicroKernelRows<4>(lhs, rhs, padded_depth, acc, acc_stride, accumulate);
+    case 5:
+      return MicroKernelRows<5>(lhs, rhs, padded_depth, acc, acc_stride, accumulate);
+    default:
+      return MicroKernelRows<kRows>(lhs, rhs, padded_depth, acc, acc_stride, accumulate);
   }
 }
 

@@ -46,7 +46,7 @@ template <typename Packed>
 void PackWithFormat(const MatrixView& source, const KernelFormat& format, int panel_width,
                     int start, int count, int depth_start, int depth, void* packed,
                     std::int32_t* sums) {
-  const int shift = PackedValueShift(format.packed_type, source.type);
+  const int shift = PackedValueShift(kPackedTypeOf<Packed>, source.type);
   auto* out = static_cast<Packed*>(packed);
   if (source.type == ElementType::kUint8) {
     PackPanels<Packed, std::uint8_t>(source, panel_width, format.depth_group, shift, start, count,

@@ -12,11 +12,11 @@ namespace lowbit {
 namespace internal {
 
 PackedOperand PackRhs(Kernel kernel, const MatrixView& rhs) {
-  const KernelImplementation& implementation = GetKernelImplementation(kernel);
+  const KernelImplementation& implementation = GetPrepackedRhsKernelImplementation(kernel);
   const KernelFormat& format = implementation.format;
   const int padded_cols = RoundUp(rhs.cols, format.rhs_cols);
   const std::size_t bytes = static_cast<std::size_t>(padded_cols) *
-                            RoundUp(rhs.rows, format.depth_group) * PackedSize(format.packed_type);
+                            RoundUp(rhs.rows, format.depth_group) * PackedSize(format.rhs_type);
   void* memory = std::aligned_alloc(64, (bytes + 64) / 64 * 64);
   if (memory == nullptr) throw std::bad_alloc();
   std::shared_ptr<char> data(static_cast<char*>(memory), [](char* p) { std::free(p); });

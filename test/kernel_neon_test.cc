@@ -86,7 +86,7 @@ struct PackedBlock {
 PackedBlock Pack(PackFunction pack, const KernelFormat& format, const MatrixView& source, int start,
                  int count, int depth_start, int depth) {
   const std::size_t size = static_cast<std::size_t>(RoundUp(count, format.lhs_rows)) *
-                           RoundUp(depth, format.depth_group) * PackedSize(format.packed_type);
+                           RoundUp(depth, format.depth_group) * PackedSize(format.lhs_type);
   PackedBlock block{std::vector<std::int8_t>(size, 0x55), std::vector<std::int32_t>(count, 7)};
   pack(source, start, count, depth_start, depth, block.bytes.data(), block.sums.data());
   return block;
@@ -154,16 +154,16 @@ Tile RunTile(const KernelImplementation& kernel, const Operand<Lhs>& lhs, const 
   const std::int32_t kUntouched = -12345;
   std::vector<std::int32_t> acc(static_cast<std::size_t>(format.lhs_rows) * stride, kUntouched);
   const int padded_depth = RoundUp(depth, format.depth_group);
-  kernel.micro_kernel(packed_lhs.bytes.data(), packed_rhs.bytes.data(), padded_depth, acc.data(),
-                      stride, false);
+  kernel.micro_kernel(packed_lhs.bytes.data(), packed_rhs.bytes.data(), padded_depth,
+                      format.lhs_rows, acc.data(), stride, false);
   Tile tile{{}, {}, {}};
   for (int i = 0; i < format.lhs_rows; ++i) {
     for (int j = 0; j < format.rhs_cols; ++j) {
       tile.raw.push_back(static_cast<std::uint32_t>(acc[i * stride + j]));
     }
   }
-  kernel.micro_kernel(packed_lhs.bytes.data(), packed_rhs.bytes.data(), padded_depth, acc.data(),
-                      stride, true);
+  kernel.micro_kernel(packed_lhs.bytes.data(), packed_rhs.bytes.data(), padded_depth,
+                      format.lhs_rows, acc.data(), stride, true);
   for (int i = 0; i < format.lhs_rows; ++i) {
     for (int j = 0; j < stride; ++j) {
       const std::int32_t value = acc[i * stride + j];
@@ -195,8 +195,8 @@ void CheckTile(const Operand<Lhs>& lhs, const Operand<Rhs>& rhs) {
   const int depth = lhs.depth();
   const Tile neon_tile = RunTile(neon, lhs, rhs);
   const Tile reference_tile = RunTile(reference, lhs, rhs);
-  const std::uint32_t lhs_shift = PackedValueShift(neon.format.packed_type, lhs.View().type);
-  const std::uint32_t rhs_shift = PackedValueShift(neon.format.packed_type, rhs.View().type);
+  const std::uint32_t lhs_shift = PackedValueShift(neon.format.lhs_type, lhs.View().type);
+  const std::uint32_t rhs_shift = PackedValueShift(neon.format.rhs_type, rhs.View().type);
   for (int i = 0; i < rows; ++i) {
     for (int j = 0; j < cols; ++j) {
       std::int64_t exact = 0;

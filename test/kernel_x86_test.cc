@@ -127,10 +127,11 @@ std::uint8_t Pseudorandom(int a, int b) {
 }
 
 // Packs an lhs_rows x depth lhs and a depth x rhs_cols rhs with the kernel's own packers, runs
-// the micro-kernel (store, then accumulate) and compares every tile entry with the 64-bit dot
-// product taken modulo 2^32; entries beyond the tile must stay untouched.
+// the micro-kernel on the first `used_rows` rows (store, then accumulate) and compares each of
+// their entries with the 64-bit dot product taken modulo 2^32; entries beyond them must stay
+// untouched.
 void CheckMicroKernel(const KernelImplementation& implementation, const Operands& operands,
-                      int depth) {
+                      int depth, int used_rows) {
   const KernelFormat& format = implementation.format;
   const int rows = format.lhs_rows, cols = format.rhs_cols;
   const SourceMatrix lhs(rows, depth, Order::kRowMajor, operands.lhs_type, 0, operands.lhs);
@@ -144,19 +145,19 @@ void CheckMicroKernel(const KernelImplementation& implementation, const Operands
   implementation.pack_rhs(rhs_transposed.view, 0, cols, 0, depth, packed_rhs.data(),
                           col_sums.data());
   // Both x86 kernels store values unshifted, so the tile is the plain product.
-  ASSERT_EQ(internal::PackedValueShift(format.packed_type, ElementType::kUint8), 0);
+  ASSERT_EQ(internal::PackedValueShift(format.lhs_type, ElementType::kUint8), 0);
 
   const int acc_stride = cols + 5;
   constexpr std::int32_t kSentinel = -12345;
   std::vector<std::int32_t> acc(static_cast<std::size_t>(rows) * acc_stride, kSentinel);
   const int padded_depth = internal::RoundUp(depth, format.depth_group);
   for (bool accumulate : {false, true}) {
-    implementation.micro_kernel(packed_lhs.data(), packed_rhs.data(), padded_depth, acc.data(),
-                                acc_stride, accumulate);
+    implementation.micro_kernel(packed_lhs.data(), packed_rhs.data(), padded_depth, used_rows,
+                                acc.data(), acc_stride, accumulate);
     for (int r = 0; r < rows; ++r) {
       for (int c = 0; c < acc_stride; ++c) {
         const std::int32_t entry = acc[static_cast<std::size_t>(r) * acc_stride + c];
-        if (c >= cols) {
+        if (c >= cols || r >= used_rows) {
           ASSERT_EQ(entry, kSentinel) << "written outside the tile at (" << r << ", " << c << ")";
           continue;
         }
@@ -165,9 +166,9 @@ void CheckMicroKernel(const KernelImplementation& implementation, const Operands
         const std::uint64_t times = accumulate ? 2 : 1;
         const auto expected = static_cast<std::int32_t>(
             static_cast<std::uint32_t>(static_cast<std::uint64_t>(sum) * times));
-        ASSERT_EQ(entry, expected)
-            << KernelName(implementation.kernel) << " " << operands.name << " depth " << depth
-            << " entry (" << r << ", " << c << ")" << (accumulate ? " accumulating" : "");
+        ASSERT_EQ(entry, expected) << KernelName(implementation.kernel) << " " << operands.name
+                                   << " depth " << depth << " entry (" << r << ", " << c << ") of "
+                                   << used_rows << " rows" << (accumulate ? " accumulating" : "");
       }
     }
   }
@@ -185,8 +186,24 @@ TEST(KernelX86Test, MicroKernelMatchesDotProductAtExtremeValues) {
   for (Kernel kernel : X86Kernels()) {
     for (const Operands& operands : kOperands) {
       for (int depth : {1, 2, 3, 5, 16, 17, 63, 64, 1001}) {
-        CheckMicroKernel(internal::GetKernelImplementation(kernel), operands, depth);
+        const KernelImplementation& implementation = internal::GetKernelImplementation(kernel);
+        CheckMicroKernel(implementation, operands, depth, implementation.format.lhs_rows);
         if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// A short last panel runs a kernel for fewer rows: each count computes exactly its rows.
+TEST(KernelX86Test, MicroKernelComputesOnlyTheRowsAskedFor) {
+  for (Kernel kernel : X86Kernels()) {
+    const KernelImplementation& implementation = internal::GetKernelImplementation(kernel);
+    for (int used_rows = 1; used_rows <= implementation.format.lhs_rows; ++used_rows) {
+      for (const Operands& operands : kOperands) {
+        for (int depth : {1, 17, 1001}) {
+          CheckMicroKernel(implementation, operands, depth, used_rows);
+          if (HasFatalFailure()) return;
+        }
       }
     }
   }
@@ -197,11 +214,12 @@ TEST(KernelX86Test, MicroKernelMatchesDotProductAtExtremeValues) {
 TEST(KernelX86Test, MicroKernelSumsWrapAtTheInt32Limit) {
   for (Kernel kernel : X86Kernels()) {
     const KernelImplementation& implementation = internal::GetKernelImplementation(kernel);
-    CheckMicroKernel(implementation, kOperands[0], 33025);
-    CheckMicroKernel(implementation, kOperands[0], 66051);
-    CheckMicroKernel(implementation, kOperands[1], 131072);
-    CheckMicroKernel(implementation, kOperands[1], 131073);
-    CheckMicroKernel(implementation, kOperands[2], 131071);
+    const int rows = implementation.format.lhs_rows;
+    CheckMicroKernel(implementation, kOperands[0], 33025, rows);
+    CheckMicroKernel(implementation, kOperands[0], 66051, rows);
+    CheckMicroKernel(implementation, kOperands[1], 131072, rows);
+    CheckMicroKernel(implementation, kOperands[1], 131073, rows);
+    CheckMicroKernel(implementation, kOperands[2], 131071, rows);
     if (HasFatalFailure()) return;
   }
 }
