@@ -50,18 +50,21 @@ struct KernelEntry {
   bool (*cpu_supports)();
   const internal::KernelImplementation& (*implementation)();
   const internal::KernelImplementation& (*prepacked_rhs_implementation)();
+  // For operands of fewer bits (NarrowInt16Steps > 0), or null.
+  const internal::KernelImplementation& (*narrow_implementation)(int lhs_bits, int rhs_bits);
   internal::OutputWriter output_writer;
 };
 const KernelEntry kKernels[] = {
     {Kernel::kReference, &AlwaysSupported, &internal::ReferenceKernel, &internal::ReferenceKernel,
-     nullptr},
+     nullptr, nullptr},
 #if defined(__x86_64__)
-    {Kernel::kSse41, &HasSse41, &internal::Sse41Kernel, &internal::Sse41Kernel, nullptr},
+    {Kernel::kSse41, &HasSse41, &internal::Sse41Kernel, &internal::Sse41Kernel,
+     &internal::Sse41NarrowKernel, nullptr},
     {Kernel::kAvx2, &HasAvx2, &internal::Avx2Kernel, &internal::Avx2Int8RhsKernel,
-     &internal::WriteOutputAvx2},
+     &internal::Avx2NarrowKernel, &internal::WriteOutputAvx2},
 #endif
 #if defined(__aarch64__)
-    {Kernel::kNeon, &HasNeon, &internal::NeonKernel, &internal::NeonKernel, nullptr},
+    {Kernel::kNeon, &HasNeon, &internal::NeonKernel, &internal::NeonKernel, nullptr, nullptr},
 #endif
 };
 
@@ -142,8 +145,12 @@ const KernelEntry& ResolvedEntry(Kernel kernel) {
 }
 }  // namespace
 
-const KernelImplementation& GetKernelImplementation(Kernel kernel) {
-  return ResolvedEntry(kernel).implementation();
+const KernelImplementation& GetKernelImplementation(Kernel kernel, int lhs_bits, int rhs_bits) {
+  const KernelEntry& entry = ResolvedEntry(kernel);
+  if (entry.narrow_implementation != nullptr && NarrowInt16Steps(lhs_bits, rhs_bits) > 0) {
+    return entry.narrow_implementation(lhs_bits, rhs_bits);
+  }
+  return entry.implementation();
 }
 
 const KernelImplementation& GetPrepackedRhsKernelImplementation(Kernel kernel) {

@@ -306,9 +306,9 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   const Offsets& rhs_offset = transposed ? result_lhs_offset : result_rhs_offset;
   ContextState& state = context.state();
   const Kernel resolved_kernel = context.ResolvedKernel();
-  const KernelImplementation& kernel = packed_rhs != nullptr
-                                           ? GetPrepackedRhsKernelImplementation(resolved_kernel)
-                                           : GetKernelImplementation(resolved_kernel);
+  const KernelImplementation& kernel =
+      packed_rhs != nullptr ? GetPrepackedRhsKernelImplementation(resolved_kernel)
+                            : GetKernelImplementation(resolved_kernel, lhs.bits, rhs.bits);
   const OutputWriter output_writer =
       target.program != nullptr ? OutputWriterFor(resolved_kernel) : nullptr;
   const KernelFormat& format = kernel.format;
@@ -333,10 +333,8 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   shared.rhs_offsets = shared.lhs_offsets + layout.lhs_offsets_bytes / sizeof(std::int32_t);
   shared.rhs_panels = shared.packed_rhs;
   shared.rhs_col_sums = shared.col_sums;
-  EffectiveOffsets(lhs_offset, PackedValueShift(format.lhs_type, lhs.type), rows,
-                   shared.lhs_offsets);
-  EffectiveOffsets(rhs_offset, PackedValueShift(format.rhs_type, rhs.type), cols,
-                   shared.rhs_offsets);
+  EffectiveOffsets(lhs_offset, PackedValueShift(format.lhs_type, lhs), rows, shared.lhs_offsets);
+  EffectiveOffsets(rhs_offset, PackedValueShift(format.rhs_type, rhs), cols, shared.rhs_offsets);
   GemmTask task{kernel,  lhs,    Transposed(rhs), blocking,      padded_depth, stream_rhs, layout,
                 scratch, shared, target,          output_writer, transposed,   1};
   pthreadpool_t pool = threads > 1 ? state.ThreadPool() : nullptr;

@@ -45,6 +45,9 @@ struct MatrixView {
   int cols;
   Order order;
   int stride;
+  // Every value fits this many bits (uint8 in [0, 2^bits - 1], int8 in [-2^(bits-1),
+  // 2^(bits-1) - 1]): requantized or declared narrow operands, for which narrow kernels exist.
+  int bits = 8;
 };
 
 template <typename Scalar>
@@ -57,12 +60,11 @@ MatrixView ViewOf(const MatrixMap<Scalar>& map) {
 // The same matrix seen transposed: packing reads rhs columns along the depth as the rows of
 // the rhs's transpose.
 inline MatrixView Transposed(const MatrixView& view) {
-  return {view.data,
-          view.type,
-          view.cols,
-          view.rows,
-          view.order == Order::kRowMajor ? Order::kColMajor : Order::kRowMajor,
-          view.stride};
+  MatrixView transposed = view;
+  transposed.rows = view.cols;
+  transposed.cols = view.rows;
+  transposed.order = view.order == Order::kRowMajor ? Order::kColMajor : Order::kRowMajor;
+  return transposed;
 }
 
 // rows x cols final accumulators (offsets applied) for the result entries starting at

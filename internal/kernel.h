@@ -11,20 +11,28 @@
 namespace lowbit {
 namespace internal {
 
-// How a packed operand stores each value. kInt8 stores uint8 sources as value - 128 so that
-// kernels multiply signed bytes; the driver adds the 128 back through the offsets.
-enum class PackedType { kInt16, kInt8 };
+// How a packed operand stores each value of a `bits`-bit source (MatrixView::bits). kInt16
+// stores it as is. kInt8 centres uint8 sources (value - 2^(bits-1)) so that kernels multiply
+// signed bytes; kUint8 centres int8 sources the other way (value + 2^(bits-1)), for the
+// unsigned operand of vpmaddubsw. The driver adds the shift back through the offsets.
+enum class PackedType { kInt16, kInt8, kUint8 };
 
 inline int PackedSize(PackedType type) { return type == PackedType::kInt16 ? 2 : 1; }
 
-// What packing subtracts from each source value of this element type.
-inline int PackedValueShift(PackedType packed, ElementType source) {
-  return packed == PackedType::kInt8 && source == ElementType::kUint8 ? 128 : 0;
+// What packing subtracts from each value of `source`.
+inline int PackedValueShift(PackedType packed, const MatrixView& source) {
+  const int half_range = 1 << (source.bits - 1);
+  if (packed == PackedType::kInt8 && source.type == ElementType::kUint8) return half_range;
+  if (packed == PackedType::kUint8 && source.type == ElementType::kInt8) return -half_range;
+  return 0;
 }
 
 // The packed type a C++ element type stores.
 template <typename Packed>
-constexpr PackedType kPackedTypeOf = sizeof(Packed) == 2 ? PackedType::kInt16 : PackedType::kInt8;
+constexpr PackedType kPackedTypeOf = sizeof(Packed) == 2
+                                         ? PackedType::kInt16
+                                         : (Packed(-1) < Packed(0) ? PackedType::kInt8
+                                                                   : PackedType::kUint8);
 
 // A register tile of lhs_rows x rhs_cols accumulators, consuming depth in groups of
 // depth_group values, from operands packed as lhs_type and rhs_type.
@@ -67,6 +75,10 @@ const KernelImplementation& ReferenceKernel();
 #if defined(__x86_64__)
 // Call only when cpuinfo reports SSE4.1 (AVX2): their code uses those instructions.
 const KernelImplementation& Sse41Kernel();
+// The kernels for narrow operands (kernel_narrow_x86.h), for bit depths with
+// NarrowInt16Steps(lhs_bits, rhs_bits) > 0.
+const KernelImplementation& Sse41NarrowKernel(int lhs_bits, int rhs_bits);
+const KernelImplementation& Avx2NarrowKernel(int lhs_bits, int rhs_bits);
 const KernelImplementation& Avx2Kernel();
 // AVX2 with the rhs packed as int8: the one PrepackedRhs uses.
 const KernelImplementation& Avx2Int8RhsKernel();
@@ -75,13 +87,28 @@ const KernelImplementation& Avx2Int8RhsKernel();
 const KernelImplementation& NeonKernel();
 #endif
 
-// The implementation for a resolved (non-kAuto) kernel.
-const KernelImplementation& GetKernelImplementation(Kernel kernel);
+// The implementation for a resolved (non-kAuto) kernel, and operands of these bit depths
+// (MatrixView::bits): the kernel's narrow implementation where it has one and they allow it.
+const KernelImplementation& GetKernelImplementation(Kernel kernel, int lhs_bits = 8,
+                                                    int rhs_bits = 8);
 // The implementation that packs prepacked weights (PrepackedRhs) for `kernel` and multiplies
 // with them: the same, or one whose rhs layout suits an operand read from memory on every call.
 const KernelImplementation& GetPrepackedRhsKernelImplementation(Kernel kernel);
 
 inline int RoundUp(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+// Narrow kernels (kUint8 lhs, kInt8 rhs, as packed) add pairs of products in int16: a pair is
+// at most (2^lhs_bits - 1) * 2^(rhs_bits - 1) * 2 in magnitude, so `steps` pairs fit int16 while
+// steps * (2^lhs_bits - 1) * 2^rhs_bits <= 32767. The largest power of two that does, up to
+// kMaxNarrowInt16Steps; 0 where a single pair may not fit (8 x 8 bits): no narrow kernel.
+constexpr int kMaxNarrowInt16Steps = 128;
+constexpr int NarrowInt16Steps(int lhs_bits, int rhs_bits) {
+  const int pair_bound = ((1 << lhs_bits) - 1) << rhs_bits;
+  if (pair_bound > 32767) return 0;
+  int steps = 1;
+  while (steps < kMaxNarrowInt16Steps && 2 * steps * pair_bound <= 32767) steps *= 2;
+  return steps;
+}
 
 }  // namespace internal
 }  // namespace lowbit

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "internal/kernel.h"
+#include "internal/kernel_narrow_x86.h"
 #include "internal/pack.h"
 #include "internal/pack_x86.h"
 
@@ -35,8 +36,8 @@ void PackRhsAvx2(const MatrixView& source, int start, int count, int depth_start
 
 void PackInt8RhsAvx2(const MatrixView& source, int start, int count, int depth_start, int depth,
                      void* packed, std::int32_t* sums) {
-  PackWithFormat<std::int8_t>(source, kAvx2Int8RhsFormat, kCols, start, count, depth_start, depth,
-                              packed, sums);
+  PackBytesPortable(source, PackedType::kInt8, kAvx2Int8RhsFormat, kCols, start, count, depth_start,
+                    depth, packed, sums);
 }
 
 // Eight columns' (d, d + 1) pairs as int16, from either packed rhs type.
@@ -141,7 +142,37 @@ void MicroKernelAvx2(const void* lhs_panel, const void* rhs_panel, int padded_de
   }
 }
 
+// The vector operations of the narrow kernel (kernel_narrow_x86.h).
+struct Avx2Isa {
+  using Vector = __m256i;
+  static constexpr Kernel kKernel = Kernel::kAvx2;
+  static constexpr int kInt32Lanes = 8;
+  static Vector Zero() { return _mm256_setzero_si256(); }
+  static Vector Load(const void* bytes) {
+    return _mm256_loadu_si256(static_cast<const __m256i*>(bytes));
+  }
+  static Vector BroadcastGroup(const std::uint8_t* group) {
+    std::int32_t bits;
+    std::memcpy(&bits, group, sizeof(bits));
+    return _mm256_set1_epi32(bits);
+  }
+  static Vector MultiplyAddBytes(Vector unsigned_bytes, Vector signed_bytes) {
+    return _mm256_maddubs_epi16(unsigned_bytes, signed_bytes);
+  }
+  static Vector AddInt16(Vector a, Vector b) { return _mm256_add_epi16(a, b); }
+  static Vector WidenPairs(Vector v) { return _mm256_madd_epi16(v, _mm256_set1_epi16(1)); }
+  static Vector AddInt32(Vector a, Vector b) { return _mm256_add_epi32(a, b); }
+  static Vector LoadInt32(const std::int32_t* values) { return Load(values); }
+  static void StoreInt32(std::int32_t* values, Vector v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(values), v);
+  }
+};
+
 }  // namespace
+
+const KernelImplementation& Avx2NarrowKernel(int lhs_bits, int rhs_bits) {
+  return NarrowKernels<Avx2Isa>::ForSteps(NarrowInt16Steps(lhs_bits, rhs_bits));
+}
 
 const KernelImplementation& Avx2Kernel() {
   static const KernelImplementation implementation{Kernel::kAvx2, kAvx2Format, &PackLhsAvx2,

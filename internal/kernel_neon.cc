@@ -39,7 +39,7 @@ std::int8_t PackedValue(const MatrixView& source, int row, int col, int value_sh
 // partial group of a row is assembled in a zero-filled buffer so its padding stays zero.
 void PackContiguousDepth(const MatrixView& source, int panel_width, int start, int count,
                          int depth_start, int depth, void* packed, std::int32_t* sums) {
-  const int value_shift = PackedValueShift(PackedType::kInt8, source.type);
+  const int value_shift = PackedValueShift(PackedType::kInt8, source);
   const int padded_depth = RoundUp(depth, kGroup);
   auto* out = static_cast<std::int8_t*>(packed);
   for (int panel_start = 0; panel_start < count; panel_start += panel_width) {

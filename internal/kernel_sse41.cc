@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "internal/kernel.h"
+#include "internal/kernel_narrow_x86.h"
 #include "internal/pack_x86.h"
 
 namespace lowbit {
@@ -110,7 +111,37 @@ void MicroKernelSse41(const void* lhs_panel, const void* rhs_panel, int padded_d
   }
 }
 
+// The vector operations of the narrow kernel (kernel_narrow_x86.h).
+struct Sse41Isa {
+  using Vector = __m128i;
+  static constexpr Kernel kKernel = Kernel::kSse41;
+  static constexpr int kInt32Lanes = 4;
+  static Vector Zero() { return _mm_setzero_si128(); }
+  static Vector Load(const void* bytes) {
+    return _mm_loadu_si128(static_cast<const __m128i*>(bytes));
+  }
+  static Vector BroadcastGroup(const std::uint8_t* group) {
+    std::int32_t bits;
+    std::memcpy(&bits, group, sizeof(bits));
+    return _mm_set1_epi32(bits);
+  }
+  static Vector MultiplyAddBytes(Vector unsigned_bytes, Vector signed_bytes) {
+    return _mm_maddubs_epi16(unsigned_bytes, signed_bytes);
+  }
+  static Vector AddInt16(Vector a, Vector b) { return _mm_add_epi16(a, b); }
+  static Vector WidenPairs(Vector v) { return _mm_madd_epi16(v, _mm_set1_epi16(1)); }
+  static Vector AddInt32(Vector a, Vector b) { return _mm_add_epi32(a, b); }
+  static Vector LoadInt32(const std::int32_t* values) { return Load(values); }
+  static void StoreInt32(std::int32_t* values, Vector v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(values), v);
+  }
+};
+
 }  // namespace
+
+const KernelImplementation& Sse41NarrowKernel(int lhs_bits, int rhs_bits) {
+  return NarrowKernels<Sse41Isa>::ForSteps(NarrowInt16Steps(lhs_bits, rhs_bits));
+}
 
 const KernelImplementation& Sse41Kernel() {
   static const KernelImplementation implementation{Kernel::kSse41, kSse41Format, &PackLhsSse41,

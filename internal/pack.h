@@ -46,7 +46,7 @@ template <typename Packed>
 void PackWithFormat(const MatrixView& source, const KernelFormat& format, int panel_width,
                     int start, int count, int depth_start, int depth, void* packed,
                     std::int32_t* sums) {
-  const int shift = PackedValueShift(kPackedTypeOf<Packed>, source.type);
+  const int shift = PackedValueShift(kPackedTypeOf<Packed>, source);
   auto* out = static_cast<Packed*>(packed);
   if (source.type == ElementType::kUint8) {
     PackPanels<Packed, std::uint8_t>(source, panel_width, format.depth_group, shift, start, count,
@@ -56,6 +56,13 @@ void PackWithFormat(const MatrixView& source, const KernelFormat& format, int pa
                                     depth_start, depth, out, sums);
   }
 }
+
+// PackWithFormat for one-byte packed types (kInt8, kUint8), compiled once without ISA flags:
+// the ISA files call this rather than instantiate the template themselves, which would leave
+// the linker a copy built with their instruction set to pick for every caller.
+void PackBytesPortable(const MatrixView& source, PackedType type, const KernelFormat& format,
+                       int panel_width, int start, int count, int depth_start, int depth,
+                       void* packed, std::int32_t* sums);
 
 }  // namespace internal
 }  // namespace lowbit

@@ -195,8 +195,8 @@ void CheckTile(const Operand<Lhs>& lhs, const Operand<Rhs>& rhs) {
   const int depth = lhs.depth();
   const Tile neon_tile = RunTile(neon, lhs, rhs);
   const Tile reference_tile = RunTile(reference, lhs, rhs);
-  const std::uint32_t lhs_shift = PackedValueShift(neon.format.lhs_type, lhs.View().type);
-  const std::uint32_t rhs_shift = PackedValueShift(neon.format.rhs_type, rhs.View().type);
+  const std::uint32_t lhs_shift = PackedValueShift(neon.format.lhs_type, lhs.View());
+  const std::uint32_t rhs_shift = PackedValueShift(neon.format.rhs_type, rhs.View());
   for (int i = 0; i < rows; ++i) {
     for (int j = 0; j < cols; ++j) {
       std::int64_t exact = 0;

@@ -145,7 +145,8 @@ void CheckMicroKernel(const KernelImplementation& implementation, const Operands
   implementation.pack_rhs(rhs_transposed.view, 0, cols, 0, depth, packed_rhs.data(),
                           col_sums.data());
   // Both x86 kernels store values unshifted, so the tile is the plain product.
-  ASSERT_EQ(internal::PackedValueShift(format.lhs_type, ElementType::kUint8), 0);
+  ASSERT_EQ(format.lhs_type, internal::PackedType::kInt16);
+  ASSERT_EQ(format.rhs_type, internal::PackedType::kInt16);
 
   const int acc_stride = cols + 5;
   constexpr std::int32_t kSentinel = -12345;

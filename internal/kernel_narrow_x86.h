@@ -1,0 +1,155 @@
+// The x86 micro-kernel for narrow operands (fewer than 8 bits on at least one side), written
+// once over an ISA's vector operations and instantiated by kernel_avx2.cc and kernel_sse41.cc.
+// Include it only from a file compiled for that ISA.
+#ifndef LOWBIT_INTERNAL_KERNEL_NARROW_X86_H_
+#define LOWBIT_INTERNAL_KERNEL_NARROW_X86_H_
+
+#include <cstdint>
+
+#include "internal/kernel.h"
+#include "internal/pack.h"
+
+namespace lowbit {
+namespace internal {
+
+// A tile of kNarrowRows lhs rows by two vectors of rhs columns. pmaddubsw multiplies the
+// unsigned lhs bytes by the signed rhs bytes and adds adjacent products into int16; kSteps such
+// sums (one per depth group of 4, two per int16 lane) are added in int16 before pmaddwd by ones
+// widens each pair of lanes into the int32 sum of one column. Each row keeps two int16 and two
+// int32 accumulators in registers: 3 rows, 2 rhs vectors and a broadcast fill 15 of 16.
+constexpr int kNarrowRows = 3;
+constexpr int kNarrowGroup = 4;
+
+// Isa provides Vector, kInt32Lanes and: Zero(), Load(const void*), BroadcastGroup(const
+// std::uint8_t*) (4 bytes to every 32-bit lane), MultiplyAddBytes(unsigned, signed) (pmaddubsw),
+// AddInt16, WidenPairs (pmaddwd by ones), AddInt32, LoadInt32(const std::int32_t*) and
+// StoreInt32(std::int32_t*, Vector).
+template <typename Isa>
+struct NarrowTile {
+  using Vector = typename Isa::Vector;
+  static constexpr int kCols = 2 * Isa::kInt32Lanes;
+
+  struct Row {
+    Vector low;
+    Vector high;
+  };
+
+  // The int16 sums of one step: this row's group of 4 lhs bytes against both rhs vectors.
+  static Row Step(Row sums, const std::uint8_t* lhs_group, Vector rhs_low, Vector rhs_high) {
+    const Vector group = Isa::BroadcastGroup(lhs_group);
+    return {Isa::AddInt16(sums.low, Isa::MultiplyAddBytes(group, rhs_low)),
+            Isa::AddInt16(sums.high, Isa::MultiplyAddBytes(group, rhs_high))};
+  }
+
+  static Row Widen(Row wide, Row narrow) {
+    return {Isa::AddInt32(wide.low, Isa::WidenPairs(narrow.low)),
+            Isa::AddInt32(wide.high, Isa::WidenPairs(narrow.high))};
+  }
+
+  static void Store(Row sums, bool accumulate, std::int32_t* acc) {
+    if (accumulate) {
+      sums.low = Isa::AddInt32(sums.low, Isa::LoadInt32(acc));
+      sums.high = Isa::AddInt32(sums.high, Isa::LoadInt32(acc + Isa::kInt32Lanes));
+    }
+    Isa::StoreInt32(acc, sums.low);
+    Isa::StoreInt32(acc + Isa::kInt32Lanes, sums.high);
+  }
+
+  // The first kUsedRows rows of the tile, widening to int32 every kSteps depth groups. Named
+  // rows rather than an array, and one store loop: otherwise GCC keeps accumulators on the
+  // stack.
+  template <int kSteps, int kUsedRows>
+  __attribute__((noinline)) static void Rows(const std::uint8_t* lhs, const std::int8_t* rhs,
+                                             int padded_depth, std::int32_t* acc, int acc_stride,
+                                             bool accumulate) {
+    const Row zero{Isa::Zero(), Isa::Zero()};
+    Row wide0 = zero, wide1 = zero, wide2 = zero;
+    const int groups = padded_depth / kNarrowGroup;
+    for (int group = 0; group < groups;) {
+      const int steps = groups - group < kSteps ? groups - group : kSteps;
+      Row narrow0 = zero, narrow1 = zero, narrow2 = zero;
+      for (int step = 0; step < steps; ++step) {
+        const Vector rhs_low = Isa::Load(rhs);
+        const Vector rhs_high = Isa::Load(rhs + kNarrowGroup * Isa::kInt32Lanes);
+        narrow0 = Step(narrow0, lhs, rhs_low, rhs_high);
+        if (kUsedRows > 1) narrow1 = Step(narrow1, lhs + kNarrowGroup, rhs_low, rhs_high);
+        if (kUsedRows > 2) narrow2 = Step(narrow2, lhs + 2 * kNarrowGroup, rhs_low, rhs_high);
+        lhs += kNarrowRows * kNarrowGroup;
+        rhs += kCols * kNarrowGroup;
+      }
+      group += steps;
+      wide0 = Widen(wide0, narrow0);
+      if (kUsedRows > 1) wide1 = Widen(wide1, narrow1);
+      if (kUsedRows > 2) wide2 = Widen(wide2, narrow2);
+    }
+    const Row rows[kNarrowRows] = {wide0, wide1, wide2};
+    for (int i = 0; i < kUsedRows; ++i) Store(rows[i], accumulate, acc + i * acc_stride);
+  }
+
+  template <int kSteps>
+  static void MicroKernel(const void* lhs_panel, const void* rhs_panel, int padded_depth, int rows,
+                          std::int32_t* acc, int acc_stride, bool accumulate) {
+    const auto* lhs = static_cast<const std::uint8_t*>(lhs_panel);
+    const auto* rhs = static_cast<const std::int8_t*>(rhs_panel);
+    switch (rows) {
+      case 1:
+        return Rows<kSteps, 1>(lhs, rhs, padded_depth, acc, acc_stride, accumulate);
+      case 2:
+        return Rows<kSteps, 2>(lhs, rhs, padded_depth, acc, acc_stride, accumulate);
+      default:
+        return Rows<kSteps, kNarrowRows>(lhs, rhs, padded_depth, acc, acc_stride, accumulate);
+    }
+  }
+};
+
+// The narrow implementations of one ISA, one per int16 step count (NarrowInt16Steps).
+template <typename Isa>
+struct NarrowKernels {
+  static constexpr KernelFormat kFormat{kNarrowRows, NarrowTile<Isa>::kCols, kNarrowGroup,
+                                        PackedType::kUint8, PackedType::kInt8};
+
+  static void PackLhs(const MatrixView& source, int start, int count, int depth_start, int depth,
+                      void* packed, std::int32_t* sums) {
+    PackBytesPortable(source, kFormat.lhs_type, kFormat, kFormat.lhs_rows, start, count,
+                      depth_start, depth, packed, sums);
+  }
+  static void PackRhs(const MatrixView& source, int start, int count, int depth_start, int depth,
+                      void* packed, std::int32_t* sums) {
+    PackBytesPortable(source, kFormat.rhs_type, kFormat, kFormat.rhs_cols, start, count,
+                      depth_start, depth, packed, sums);
+  }
+
+  template <int kSteps>
+  static const KernelImplementation& WithSteps() {
+    static const KernelImplementation implementation{
+        Isa::kKernel, kFormat, &PackLhs, &PackRhs, &NarrowTile<Isa>::template MicroKernel<kSteps>};
+    return implementation;
+  }
+
+  // `steps` is a power of two from 1 to kMaxNarrowInt16Steps.
+  static const KernelImplementation& ForSteps(int steps) {
+    switch (steps) {
+      case 1:
+        return WithSteps<1>();
+      case 2:
+        return WithSteps<2>();
+      case 4:
+        return WithSteps<4>();
+      case 8:
+        return WithSteps<8>();
+      case 16:
+        return WithSteps<16>();
+      case 32:
+        return WithSteps<32>();
+      case 64:
+        return WithSteps<64>();
+      default:
+        return WithSteps<kMaxNarrowInt16Steps>();
+    }
+  }
+};
+
+}  // namespace internal
+}  // namespace lowbit
+
+#endif  // LOWBIT_INTERNAL_KERNEL_NARROW_X86_H_

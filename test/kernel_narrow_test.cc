@@ -1,0 +1,259 @@
+// Kernels for narrow operands (fewer than 8 bits): the int16 step bound, each micro-kernel at
+// the worst-case values of every bit-depth pair, and whole GEMMs on narrow operands through
+// the driver, bit for bit against a 64-bit reference.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "internal/driver.h"
+#include "internal/kernel.h"
+#include "public/lowbit.h"
+#include "test/test_util.h"
+
+namespace lowbit {
+namespace test {
+namespace {
+
+using internal::ElementType;
+using internal::KernelFormat;
+using internal::KernelImplementation;
+using internal::MatrixView;
+
+// The kernels whose narrow implementation differs from the 8-bit one.
+std::vector<Kernel> NarrowKernels() {
+  std::vector<Kernel> kernels;
+  for (Kernel kernel : AvailableKernels()) {
+    if (&internal::GetKernelImplementation(kernel, 4, 4) !=
+        &internal::GetKernelImplementation(kernel)) {
+      kernels.push_back(kernel);
+    }
+  }
+  return kernels;
+}
+
+std::int64_t Pow2(int bits) { return std::int64_t{1} << bits; }
+
+// The proof in kernel.h, checked for every pair: steps int16 pair sums cannot overflow, and
+// twice as many could (unless capped).
+TEST(NarrowKernelTest, Int16StepsNeverOverflowAndAreTheLargestPowerOfTwo) {
+  for (int lhs_bits = 1; lhs_bits <= 8; ++lhs_bits) {
+    for (int rhs_bits = 1; rhs_bits <= 8; ++rhs_bits) {
+      const std::int64_t pair_bound = (Pow2(lhs_bits) - 1) * Pow2(rhs_bits);
+      const int steps = internal::NarrowInt16Steps(lhs_bits, rhs_bits);
+      const std::string name = std::to_string(lhs_bits) + "x" + std::to_string(rhs_bits);
+      if (pair_bound > 32767) {
+        EXPECT_EQ(steps, 0) << name;
+        continue;
+      }
+      ASSERT_GE(steps, 1) << name;
+      EXPECT_EQ(steps & (steps - 1), 0) << name << ": a power of two";
+      EXPECT_LE(steps * pair_bound, 32767) << name;
+      if (steps < internal::kMaxNarrowInt16Steps) {
+        EXPECT_GT(2 * steps * pair_bound, 32767) << name;
+      }
+    }
+  }
+  EXPECT_EQ(internal::NarrowInt16Steps(8, 8), 0);
+  EXPECT_EQ(internal::NarrowInt16Steps(8, 7), 1);
+  EXPECT_EQ(internal::NarrowInt16Steps(7, 8), 1);
+}
+
+// The value range of a `bits`-bit operand of this type.
+int MinValue(ElementType type, int bits) {
+  return type == ElementType::kUint8 ? 0 : -static_cast<int>(Pow2(bits - 1));
+}
+int MaxValue(ElementType type, int bits) {
+  return static_cast<int>(type == ElementType::kUint8 ? Pow2(bits) - 1 : Pow2(bits - 1) - 1);
+}
+
+// A rows x cols matrix of `bits`-bit values; `pick` chooses each from [min, max].
+struct NarrowMatrix {
+  std::vector<std::uint8_t> bytes;
+  MatrixView view;
+
+  template <typename Pick>
+  NarrowMatrix(int rows, int cols, Order order, ElementType type, int bits, Pick pick)
+      : bytes(static_cast<std::size_t>(rows) * cols + 1) {
+    view =
+        MatrixView{bytes.data(), type, rows, cols, order, order == Order::kRowMajor ? cols : rows};
+    view.bits = bits;
+    for (int r = 0; r < rows; ++r) {
+      for (int c = 0; c < cols; ++c) {
+        const int value = pick(r, c, MinValue(type, bits), MaxValue(type, bits));
+        bytes[Index(r, c)] = static_cast<std::uint8_t>(value);
+      }
+    }
+  }
+  std::size_t Index(int r, int c) const {
+    return view.order == Order::kRowMajor ? static_cast<std::size_t>(r) * view.stride + c
+                                          : static_cast<std::size_t>(c) * view.stride + r;
+  }
+  std::int64_t Value(int r, int c) const {
+    const std::uint8_t byte = bytes[Index(r, c)];
+    return view.type == ElementType::kInt8 ? static_cast<std::int8_t>(byte) : byte;
+  }
+};
+
+// Packs a full tile's operands with the kernel's packers, runs the micro-kernel for `rows`
+// rows (store, then accumulate) and compares with the 64-bit dot products of the packed
+// (shifted) values, modulo 2^32.
+void CheckTile(const KernelImplementation& kernel, const NarrowMatrix& lhs,
+               const NarrowMatrix& rhs_transposed, int rows, const std::string& name) {
+  const KernelFormat& format = kernel.format;
+  const int depth = lhs.view.cols;
+  const int padded_depth = internal::RoundUp(depth, format.depth_group);
+  std::vector<std::uint8_t> packed_lhs(static_cast<std::size_t>(format.lhs_rows) * padded_depth);
+  std::vector<std::uint8_t> packed_rhs(static_cast<std::size_t>(format.rhs_cols) * padded_depth);
+  std::vector<std::int32_t> lhs_sums(format.lhs_rows), rhs_sums(format.rhs_cols);
+  kernel.pack_lhs(lhs.view, 0, format.lhs_rows, 0, depth, packed_lhs.data(), lhs_sums.data());
+  kernel.pack_rhs(rhs_transposed.view, 0, format.rhs_cols, 0, depth, packed_rhs.data(),
+                  rhs_sums.data());
+  const int lhs_shift = internal::PackedValueShift(format.lhs_type, lhs.view);
+  const int rhs_shift = internal::PackedValueShift(format.rhs_type, rhs_transposed.view);
+  const int acc_stride = format.rhs_cols + 3;
+  constexpr std::int32_t kUntouched = -4242;
+  std::vector<std::int32_t> acc(static_cast<std::size_t>(format.lhs_rows) * acc_stride, kUntouched);
+  for (bool accumulate : {false, true}) {
+    kernel.micro_kernel(packed_lhs.data(), packed_rhs.data(), padded_depth, rows, acc.data(),
+                        acc_stride, accumulate);
+    for (int r = 0; r < format.lhs_rows; ++r) {
+      for (int c = 0; c < acc_stride; ++c) {
+        const std::int32_t entry = acc[static_cast<std::size_t>(r) * acc_stride + c];
+        if (r >= rows || c >= format.rhs_cols) {
+          ASSERT_EQ(entry, kUntouched) << name << ": wrote (" << r << ", " << c << ")";
+          continue;
+        }
+        std::int64_t sum = 0;
+        for (int d = 0; d < depth; ++d) {
+          sum += (lhs.Value(r, d) - lhs_shift) * (rhs_transposed.Value(c, d) - rhs_shift);
+        }
+        const auto expected = static_cast<std::int32_t>(
+            static_cast<std::uint32_t>(static_cast<std::uint64_t>(sum) * (accumulate ? 2 : 1)));
+        ASSERT_EQ(entry, expected) << name << " depth " << depth << " rows " << rows << " (" << r
+                                   << ", " << c << ")" << (accumulate ? " accumulating" : "");
+      }
+    }
+  }
+}
+
+// Worst cases: every lhs value at its largest packed value against every rhs value at its most
+// negative, then most positive packed value (the int16 sums closest to overflow); then random.
+TEST(NarrowKernelTest, MicroKernelsAreExactAtTheWorstCaseOfEveryBitDepthPair) {
+  std::mt19937 random(11);
+  for (Kernel kernel : NarrowKernels()) {
+    for (int lhs_bits = 1; lhs_bits <= 8; ++lhs_bits) {
+      for (int rhs_bits = 1; rhs_bits <= 8; ++rhs_bits) {
+        const int steps = internal::NarrowInt16Steps(lhs_bits, rhs_bits);
+        if (steps == 0) continue;
+        const KernelImplementation& implementation =
+            internal::GetKernelImplementation(kernel, lhs_bits, rhs_bits);
+        const KernelFormat& format = implementation.format;
+        ASSERT_EQ(format.lhs_type, internal::PackedType::kUint8);
+        ASSERT_EQ(format.rhs_type, internal::PackedType::kInt8);
+        const int group = format.depth_group;
+        for (ElementType lhs_type : {ElementType::kUint8, ElementType::kInt8}) {
+          for (ElementType rhs_type : {ElementType::kUint8, ElementType::kInt8}) {
+            for (int depth : {1, 5, group * steps - 1, group * steps, group * steps + 1,
+                              3 * group * steps + 2, 1001}) {
+              const std::string name = std::string(KernelName(kernel)) + " " +
+                                       std::to_string(lhs_bits) + "x" + std::to_string(rhs_bits);
+              const NarrowMatrix lhs(format.lhs_rows, depth, Order::kRowMajor, lhs_type, lhs_bits,
+                                     [](int, int, int, int max) { return max; });
+              const NarrowMatrix lowest(format.rhs_cols, depth, Order::kRowMajor, rhs_type,
+                                        rhs_bits, [](int, int, int min, int) { return min; });
+              const NarrowMatrix highest(format.rhs_cols, depth, Order::kColMajor, rhs_type,
+                                         rhs_bits, [](int, int, int, int max) { return max; });
+              const NarrowMatrix mixed(format.rhs_cols, depth, Order::kRowMajor, rhs_type, rhs_bits,
+                                       [&](int, int, int min, int max) {
+                                         return std::uniform_int_distribution<int>(min,
+                                                                                   max)(random);
+                                       });
+              for (int rows = 1; rows <= format.lhs_rows; ++rows) {
+                CheckTile(implementation, lhs, lowest, rows, name + " lowest rhs");
+                CheckTile(implementation, lhs, highest, rows, name + " highest rhs");
+                CheckTile(implementation, lhs, mixed, rows, name + " random rhs");
+                if (HasFatalFailure()) return;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Whole GEMMs on narrow operands through the driver: every shape of a sweep, both storage
+// orders, offsets, the thread counts and tiny cache blocks of PathSettings.
+class NarrowGemmTest : public testing::TestWithParam<PathSetting> {
+ protected:
+  void SetUp() override { Configure(&context_, GetParam()); }
+  Context context_;
+};
+
+struct Int32Result {
+  int cols;
+  std::vector<std::int32_t> values;
+  static void Consume(const void* closure, const internal::AccumulatorBlock& block) {
+    auto* self = static_cast<Int32Result*>(const_cast<void*>(closure));
+    for (int r = 0; r < block.rows; ++r) {
+      for (int c = 0; c < block.cols; ++c) {
+        self->values[static_cast<std::size_t>(block.row_start + r) * self->cols + block.col_start +
+                     c] = block.data[r * block.row_stride + c * block.col_stride];
+      }
+    }
+  }
+};
+
+TEST_P(NarrowGemmTest, MatchesTheReferenceForEveryBitDepthPair) {
+  std::mt19937 random(5);
+  const Shape shapes[] = {{1, 1, 1}, {1, 300, 37}, {7, 13, 29}, {23, 97, 5}, {64, 130, 67}};
+  int index = 0;
+  for (int lhs_bits = 1; lhs_bits <= 8; ++lhs_bits) {
+    for (int rhs_bits = 1; rhs_bits <= 8; ++rhs_bits) {
+      for (const Shape& shape : shapes) {
+        ++index;
+        const ElementType lhs_type = index % 2 ? ElementType::kUint8 : ElementType::kInt8;
+        const ElementType rhs_type = index % 3 ? ElementType::kInt8 : ElementType::kUint8;
+        const auto uniform = [&](int, int, int min, int max) {
+          return std::uniform_int_distribution<int>(min, max)(random);
+        };
+        const NarrowMatrix lhs(shape.rows, shape.depth,
+                               index % 4 < 2 ? Order::kRowMajor : Order::kColMajor, lhs_type,
+                               lhs_bits, uniform);
+        const NarrowMatrix rhs(shape.depth, shape.cols,
+                               index % 5 < 2 ? Order::kRowMajor : Order::kColMajor, rhs_type,
+                               rhs_bits, uniform);
+        const int lhs_offset = index % 7 - 3, rhs_offset = 17 - index % 11;
+        Int32Result result{shape.cols, std::vector<std::int32_t>(
+                                           static_cast<std::size_t>(shape.rows) * shape.cols)};
+        const internal::ResultTarget target{
+            MatrixView{result.values.data(), ElementType::kInt32, shape.rows, shape.cols,
+                       Order::kRowMajor, shape.cols},
+            nullptr, &Int32Result::Consume, &result};
+        internal::RunGemm(context_, lhs.view, rhs.view, nullptr, Offsets(lhs_offset),
+                          Offsets(rhs_offset), target);
+        for (int r = 0; r < shape.rows; ++r) {
+          for (int c = 0; c < shape.cols; ++c) {
+            std::int64_t sum = 0;
+            for (int d = 0; d < shape.depth; ++d) {
+              sum += (lhs.Value(r, d) + lhs_offset) * (rhs.Value(d, c) + rhs_offset);
+            }
+            ASSERT_EQ(result.values[static_cast<std::size_t>(r) * shape.cols + c], sum)
+                << lhs_bits << "x" << rhs_bits << " shape " << shape.rows << "x" << shape.cols
+                << "x" << shape.depth << " (" << r << ", " << c << ")";
+          }
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, NarrowGemmTest, testing::ValuesIn(PathSettings({1, 2})),
+                         PathSettingName);
+
+}  // namespace
+}  // namespace test
+}  // namespace lowbit
