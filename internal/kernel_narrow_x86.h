@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "internal/kernel.h"
-#include "internal/pack.h"
+#include "internal/pack_x86.h"
 
 namespace lowbit {
 namespace internal {
@@ -68,7 +68,7 @@ struct NarrowTile {
     for (int group = 0; group < groups;) {
       const int steps = groups - group < kSteps ? groups - group : kSteps;
       Row narrow0 = zero, narrow1 = zero, narrow2 = zero;
-      for (int step = 0; step < steps; ++step) {
+      const auto step = [&] {
         const Vector rhs_low = Isa::Load(rhs);
         const Vector rhs_high = Isa::Load(rhs + kNarrowGroup * Isa::kInt32Lanes);
         narrow0 = Step(narrow0, lhs, rhs_low, rhs_high);
@@ -76,6 +76,14 @@ struct NarrowTile {
         if (kUsedRows > 2) narrow2 = Step(narrow2, lhs + 2 * kNarrowGroup, rhs_low, rhs_high);
         lhs += kNarrowRows * kNarrowGroup;
         rhs += kCols * kNarrowGroup;
+      };
+      // Up to 8 steps GCC unrolls the loop whole; past that it must be told to, or it copies
+      // every accumulator back to the register it started in at each step.
+      if (kSteps <= 8) {
+        for (int i = 0; i < steps; ++i) step();
+      } else {
+#pragma GCC unroll 8
+        for (int i = 0; i < steps; ++i) step();
       }
       group += steps;
       wide0 = Widen(wide0, narrow0);
@@ -110,13 +118,13 @@ struct NarrowKernels {
 
   static void PackLhs(const MatrixView& source, int start, int count, int depth_start, int depth,
                       void* packed, std::int32_t* sums) {
-    PackBytesPortable(source, kFormat.lhs_type, kFormat, kFormat.lhs_rows, start, count,
-                      depth_start, depth, packed, sums);
+    PackByteGroupsSse41(source, kFormat.lhs_type, kFormat.lhs_rows, start, count, depth_start,
+                        depth, packed, sums);
   }
   static void PackRhs(const MatrixView& source, int start, int count, int depth_start, int depth,
                       void* packed, std::int32_t* sums) {
-    PackBytesPortable(source, kFormat.rhs_type, kFormat, kFormat.rhs_cols, start, count,
-                      depth_start, depth, packed, sums);
+    PackByteGroupsSse41(source, kFormat.rhs_type, kFormat.rhs_cols, start, count, depth_start,
+                        depth, packed, sums);
   }
 
   template <int kSteps>

@@ -208,6 +208,149 @@ void PackAll(const MatrixView& source, int width, int start, int count, int dept
   }
 }
 
+// Byte packing for the narrow kernels (kernel_narrow_x86.h): groups of 4 depth values per row.
+
+// `available` (at most 16, possibly none) bytes from `source`, zeros above.
+inline __m128i LoadUpTo16Bytes(const std::uint8_t* source, int available) {
+  if (available >= 16) return _mm_loadu_si128(reinterpret_cast<const __m128i*>(source));
+  alignas(16) std::uint8_t buffer[16] = {};
+  if (available > 0) std::memcpy(buffer, source, static_cast<std::size_t>(available));
+  return _mm_load_si128(reinterpret_cast<const __m128i*>(buffer));
+}
+
+// Turns loaded source bytes into packed values: adds `delta` (minus PackedValueShift, modulo
+// 256) to the first `available` bytes and leaves the others zero, as padding must be.
+struct ByteShift {
+  __m128i delta;
+  __m128i Apply(__m128i bytes, int available) const {
+    const __m128i shifted = _mm_add_epi8(bytes, delta);
+    if (available >= 16) return shifted;
+    const __m128i lane = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    return _mm_and_si128(
+        shifted,
+        _mm_cmpgt_epi8(_mm_set1_epi8(static_cast<char>(available < 0 ? 0 : available)), lane));
+  }
+};
+
+// Adds each 4-byte group of `groups` (four rows' groups, as packed) to its row's int32 lane.
+template <PackedType kType>
+inline __m128i AddRowSums(__m128i sums, __m128i groups) {
+  const __m128i ones = _mm_set1_epi8(1);
+  const __m128i pairs = kType == PackedType::kUint8 ? _mm_maddubs_epi16(groups, ones)
+                                                    : _mm_maddubs_epi16(ones, groups);
+  return _mm_add_epi32(sums, _mm_madd_epi16(pairs, _mm_set1_epi16(1)));
+}
+
+// Stores the groups of the first `rows` (at most 4) rows of a four-row group vector.
+inline void StoreGroups(std::uint8_t* out, __m128i groups, int rows) {
+  if (rows >= 4) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), groups);
+    return;
+  }
+  alignas(16) std::uint8_t bytes[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(bytes), groups);
+  std::memcpy(out, bytes, static_cast<std::size_t>(rows) * 4);
+}
+
+// One panel of a source whose rows run along the depth: 16 depth values of four rows at a
+// time, transposed in 4-byte units into four groups of the four rows.
+template <PackedType kType>
+void PackBytePanelDepthContiguous(const std::uint8_t* rows_base, std::ptrdiff_t stride, int width,
+                                  int rows, int depth, const ByteShift& shift, std::uint8_t* out,
+                                  std::int32_t* sums) {
+  const int group_stride = width * 4;
+  for (int chunk = 0; chunk < width; chunk += 4) {
+    const int chunk_rows = Min(4, width - chunk);
+    const int valid_rows = Clamp(rows - chunk, 0, chunk_rows);
+    __m128i row_sums = _mm_setzero_si128();
+    for (int d = 0; d < depth; d += 16) {
+      const int available = depth - d;
+      __m128i row[4];
+      for (int r = 0; r < 4; ++r) {
+        row[r] = r < valid_rows
+                     ? shift.Apply(LoadUpTo16Bytes(rows_base + (chunk + r) * stride + d, available),
+                                   available)
+                     : _mm_setzero_si128();
+      }
+      const __m128i rows01_lo = _mm_unpacklo_epi32(row[0], row[1]);
+      const __m128i rows23_lo = _mm_unpacklo_epi32(row[2], row[3]);
+      const __m128i rows01_hi = _mm_unpackhi_epi32(row[0], row[1]);
+      const __m128i rows23_hi = _mm_unpackhi_epi32(row[2], row[3]);
+      const __m128i group[4] = {
+          _mm_unpacklo_epi64(rows01_lo, rows23_lo), _mm_unpackhi_epi64(rows01_lo, rows23_lo),
+          _mm_unpacklo_epi64(rows01_hi, rows23_hi), _mm_unpackhi_epi64(rows01_hi, rows23_hi)};
+      const int groups = Min(4, (available + 3) / 4);
+      std::uint8_t* step_out = out + (d / 4) * group_stride + chunk * 4;
+      for (int g = 0; g < groups; ++g) {
+        StoreGroups(step_out + g * group_stride, group[g], chunk_rows);
+        row_sums = AddRowSums<kType>(row_sums, group[g]);
+      }
+    }
+    AddLanes(row_sums, valid_rows, sums + chunk);
+  }
+}
+
+// One panel of a source whose rows are adjacent for a fixed depth: the bytes of depth
+// d .. d + 3 of 16 rows interleave into four vectors of four rows' groups.
+template <PackedType kType>
+void PackBytePanelRowsContiguous(const std::uint8_t* depth_base, std::ptrdiff_t stride, int width,
+                                 int rows, int depth, const ByteShift& shift, std::uint8_t* out,
+                                 std::int32_t* sums) {
+  const int group_stride = width * 4;
+  for (int chunk = 0; chunk < width; chunk += 16) {
+    const int available = rows - chunk;
+    __m128i row_sums[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(),
+                           _mm_setzero_si128()};
+    for (int d = 0; d < depth; d += 4) {
+      __m128i line[4];
+      for (int j = 0; j < 4; ++j) {
+        line[j] =
+            d + j < depth
+                ? shift.Apply(LoadUpTo16Bytes(depth_base + (d + j) * stride + chunk, available),
+                              available)
+                : _mm_setzero_si128();
+      }
+      const __m128i low01 = _mm_unpacklo_epi8(line[0], line[1]);
+      const __m128i low23 = _mm_unpacklo_epi8(line[2], line[3]);
+      const __m128i high01 = _mm_unpackhi_epi8(line[0], line[1]);
+      const __m128i high23 = _mm_unpackhi_epi8(line[2], line[3]);
+      const __m128i quad[4] = {_mm_unpacklo_epi16(low01, low23), _mm_unpackhi_epi16(low01, low23),
+                               _mm_unpacklo_epi16(high01, high23),
+                               _mm_unpackhi_epi16(high01, high23)};
+      std::uint8_t* group_out = out + (d / 4) * group_stride + chunk * 4;
+      for (int q = 0; q < 4 && chunk + 4 * q < width; ++q) {
+        StoreGroups(group_out + 16 * q, quad[q], Min(4, width - chunk - 4 * q));
+        row_sums[q] = AddRowSums<kType>(row_sums[q], quad[q]);
+      }
+    }
+    for (int q = 0; q < 4 && chunk + 4 * q < width; ++q) {
+      AddLanes(row_sums[q], Clamp(rows - chunk - 4 * q, 0, Min(4, width - chunk - 4 * q)),
+               sums + chunk + 4 * q);
+    }
+  }
+}
+
+template <PackedType kType>
+void PackAllBytes(const MatrixView& source, int width, int start, int count, int depth_start,
+                  int depth, std::uint8_t* out, std::int32_t* sums) {
+  const auto* data = static_cast<const std::uint8_t*>(source.data);
+  const std::ptrdiff_t stride = source.stride;
+  const ByteShift shift{_mm_set1_epi8(static_cast<char>(-PackedValueShift(kType, source)))};
+  const int padded_depth = (depth + 3) / 4 * 4;
+  for (int panel_start = 0; panel_start < count; panel_start += width) {
+    const int rows = Min(width, count - panel_start);
+    const int first_row = start + panel_start;
+    if (source.order == Order::kRowMajor) {
+      PackBytePanelDepthContiguous<kType>(data + first_row * stride + depth_start, stride, width,
+                                          rows, depth, shift, out, sums + panel_start);
+    } else {
+      PackBytePanelRowsContiguous<kType>(data + depth_start * stride + first_row, stride, width,
+                                         rows, depth, shift, out, sums + panel_start);
+    }
+    out += static_cast<std::ptrdiff_t>(width) * padded_depth;
+  }
+}
+
 }  // namespace
 
 void PackInt16PairsSse41(const MatrixView& source, int panel_width, int start, int count,
@@ -217,6 +360,18 @@ void PackInt16PairsSse41(const MatrixView& source, int panel_width, int start, i
     PackAll<true>(source, panel_width, start, count, depth_start, depth, out, sums);
   } else {
     PackAll<false>(source, panel_width, start, count, depth_start, depth, out, sums);
+  }
+}
+
+void PackByteGroupsSse41(const MatrixView& source, PackedType type, int panel_width, int start,
+                         int count, int depth_start, int depth, void* packed, std::int32_t* sums) {
+  auto* out = static_cast<std::uint8_t*>(packed);
+  if (type == PackedType::kUint8) {
+    PackAllBytes<PackedType::kUint8>(source, panel_width, start, count, depth_start, depth, out,
+                                     sums);
+  } else {
+    PackAllBytes<PackedType::kInt8>(source, panel_width, start, count, depth_start, depth, out,
+                                    sums);
   }
 }
 
