@@ -50,8 +50,8 @@ struct KernelEntry {
   bool (*cpu_supports)();
   const internal::KernelImplementation& (*implementation)();
   const internal::KernelImplementation& (*prepacked_rhs_implementation)();
-  // For operands of fewer bits (NarrowInt16Steps > 0), or null.
-  const internal::KernelImplementation& (*narrow_implementation)(int lhs_bits, int rhs_bits);
+  // For operands of fewer bits: returns null where the bit depths gain nothing. Or null.
+  const internal::KernelImplementation* (*narrow_implementation)(int lhs_bits, int rhs_bits);
   internal::OutputWriter output_writer;
 };
 const KernelEntry kKernels[] = {
@@ -64,7 +64,8 @@ const KernelEntry kKernels[] = {
      &internal::Avx2NarrowKernel, &internal::WriteOutputAvx2},
 #endif
 #if defined(__aarch64__)
-    {Kernel::kNeon, &HasNeon, &internal::NeonKernel, &internal::NeonKernel, nullptr, nullptr},
+    {Kernel::kNeon, &HasNeon, &internal::NeonKernel, &internal::NeonKernel,
+     &internal::NeonNarrowKernel, nullptr},
 #endif
 };
 
@@ -147,8 +148,9 @@ const KernelEntry& ResolvedEntry(Kernel kernel) {
 
 const KernelImplementation& GetKernelImplementation(Kernel kernel, int lhs_bits, int rhs_bits) {
   const KernelEntry& entry = ResolvedEntry(kernel);
-  if (entry.narrow_implementation != nullptr && NarrowInt16Steps(lhs_bits, rhs_bits) > 0) {
-    return entry.narrow_implementation(lhs_bits, rhs_bits);
+  if (entry.narrow_implementation != nullptr && (lhs_bits < 8 || rhs_bits < 8)) {
+    const KernelImplementation* narrow = entry.narrow_implementation(lhs_bits, rhs_bits);
+    if (narrow != nullptr) return *narrow;
   }
   return entry.implementation();
 }

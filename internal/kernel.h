@@ -75,16 +75,19 @@ const KernelImplementation& ReferenceKernel();
 #if defined(__x86_64__)
 // Call only when cpuinfo reports SSE4.1 (AVX2): their code uses those instructions.
 const KernelImplementation& Sse41Kernel();
-// The kernels for narrow operands (kernel_narrow_x86.h), for bit depths with
-// NarrowInt16Steps(lhs_bits, rhs_bits) > 0.
-const KernelImplementation& Sse41NarrowKernel(int lhs_bits, int rhs_bits);
-const KernelImplementation& Avx2NarrowKernel(int lhs_bits, int rhs_bits);
+// The kernels for narrow operands (kernel_narrow_x86.h), or null for bit depths whose pairs
+// of products may not fit int16 (NarrowInt16Steps == 0).
+const KernelImplementation* Sse41NarrowKernel(int lhs_bits, int rhs_bits);
+const KernelImplementation* Avx2NarrowKernel(int lhs_bits, int rhs_bits);
 const KernelImplementation& Avx2Kernel();
 // AVX2 with the rhs packed as int8: the one PrepackedRhs uses.
 const KernelImplementation& Avx2Int8RhsKernel();
 #endif
 #if defined(__aarch64__)
 const KernelImplementation& NeonKernel();
+// The narrow NEON kernel for these bit depths, or null where it would add no more than one
+// product in int16 (NeonNarrowInt16Steps < 2).
+const KernelImplementation* NeonNarrowKernel(int lhs_bits, int rhs_bits);
 #endif
 
 // The implementation for a resolved (non-kAuto) kernel, and operands of these bit depths
@@ -102,12 +105,24 @@ inline int RoundUp(int value, int multiple) { return (value + multiple - 1) / mu
 // steps * (2^lhs_bits - 1) * 2^rhs_bits <= 32767. The largest power of two that does, up to
 // kMaxNarrowInt16Steps; 0 where a single pair may not fit (8 x 8 bits): no narrow kernel.
 constexpr int kMaxNarrowInt16Steps = 128;
-constexpr int NarrowInt16Steps(int lhs_bits, int rhs_bits) {
-  const int pair_bound = ((1 << lhs_bits) - 1) << rhs_bits;
-  if (pair_bound > 32767) return 0;
+
+// The largest power of two n <= kMaxNarrowInt16Steps with n * bound <= 32767, or 0 if none.
+constexpr int Int16Steps(int bound) {
+  if (bound > 32767) return 0;
   int steps = 1;
-  while (steps < kMaxNarrowInt16Steps && 2 * steps * pair_bound <= 32767) steps *= 2;
+  while (steps < kMaxNarrowInt16Steps && 2 * steps * bound <= 32767) steps *= 2;
   return steps;
+}
+
+constexpr int NarrowInt16Steps(int lhs_bits, int rhs_bits) {
+  return Int16Steps(((1 << lhs_bits) - 1) << rhs_bits);
+}
+
+// The NEON kernels pack both operands centred signed (kInt8), so a product is at most
+// 2^(lhs_bits-1) * 2^(rhs_bits-1) in magnitude, and vmlal_s8 adds single products in int16:
+// NeonNarrowInt16Steps of them fit. 1 for 8 x 8 bits, the plain kernel's one vmull_s8.
+constexpr int NeonNarrowInt16Steps(int lhs_bits, int rhs_bits) {
+  return Int16Steps(1 << (lhs_bits + rhs_bits - 2));
 }
 
 }  // namespace internal

@@ -170,8 +170,9 @@ struct Avx2Isa {
 
 }  // namespace
 
-const KernelImplementation& Avx2NarrowKernel(int lhs_bits, int rhs_bits) {
-  return NarrowKernels<Avx2Isa>::ForSteps(NarrowInt16Steps(lhs_bits, rhs_bits));
+const KernelImplementation* Avx2NarrowKernel(int lhs_bits, int rhs_bits) {
+  const int steps = NarrowInt16Steps(lhs_bits, rhs_bits);
+  return steps == 0 ? nullptr : &NarrowKernels<Avx2Isa>::ForSteps(steps);
 }
 
 const KernelImplementation& Avx2Kernel() {

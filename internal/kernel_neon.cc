@@ -11,20 +11,18 @@ namespace lowbit {
 namespace internal {
 namespace {
 
-// uint8 sources are packed as value - 128 (PackedValueShift), so every packed value is in
-// [-128, 127] and every product in [-16256, 16384]: one product fits int16, but two of
-// -128 * -128 do not, which is why the kernel never adds two products in int16.
+// uint8 sources are packed as value - 2^(bits-1) (PackedValueShift), so every packed value is
+// in [-128, 127] and every product in [-16256, 16384]: one product fits int16, but two of
+// -128 * -128 do not, which is why the 8-bit kernel never adds two products in int16. The
+// narrow kernels do, as many as NeonNarrowInt16Steps allows.
 constexpr KernelFormat kNeonFormat{4, 4, 16, PackedType::kInt8, PackedType::kInt8};
 constexpr int kGroup = kNeonFormat.depth_group;
 
-// One group of 16 source values along the depth, as packed int8.
-int8x16_t LoadGroup(const void* source, ElementType type) {
-  if (type == ElementType::kUint8) {
-    // value - 128 is value with its top bit flipped, read as int8.
-    const uint8x16_t raw = vld1q_u8(static_cast<const std::uint8_t*>(source));
-    return vreinterpretq_s8_u8(veorq_u8(raw, vdupq_n_u8(0x80)));
-  }
-  return vld1q_s8(static_cast<const std::int8_t*>(source));
+// One group of 16 source values along the depth, as packed int8: value - value_shift, which
+// wraps to the right byte for uint8 and is the value itself for int8 (no shift).
+int8x16_t LoadGroup(const void* source, int value_shift) {
+  const uint8x16_t raw = vld1q_u8(static_cast<const std::uint8_t*>(source));
+  return vreinterpretq_s8_u8(vsubq_u8(raw, vdupq_n_u8(static_cast<std::uint8_t>(value_shift))));
 }
 
 std::int8_t PackedValue(const MatrixView& source, int row, int col, int value_shift) {
@@ -65,7 +63,7 @@ void PackContiguousDepth(const MatrixView& source, int panel_width, int start, i
       for (int group = 0; group < padded_depth; group += kGroup, row_out += row_step) {
         int8x16_t values;
         if (group + kGroup <= depth) {
-          values = LoadGroup(row_source + group, source.type);
+          values = LoadGroup(row_source + group, value_shift);
         } else {
           std::int8_t partial[kGroup] = {};
           for (int d = group; d < depth; ++d) {
@@ -142,12 +140,91 @@ void MicroKernelNeon(const void* lhs_panel, const void* rhs_panel, int padded_de
   }
 }
 
+// The narrow kernel: the same tile and packing, but vmlal_s8 adds kSteps products (two per
+// group: its low and high halves) in each int16 lane before vpadalq_s16 widens them into the
+// int32 sums, which wait on the stack: the 16 int16 accumulators and the 8 operands fill the
+// registers.
+template <int kSteps>
+void MicroKernelNeonNarrow(const void* lhs_panel, const void* rhs_panel, int padded_depth, int rows,
+                           std::int32_t* acc, int acc_stride, bool accumulate) {
+  constexpr int kRows = kNeonFormat.lhs_rows;
+  constexpr int kCols = kNeonFormat.rhs_cols;
+  constexpr int kGroupsPerRun = kSteps / 2;
+  const auto* lhs = static_cast<const std::int8_t*>(lhs_panel);
+  const auto* rhs = static_cast<const std::int8_t*>(rhs_panel);
+  int32x4_t wide[kRows][kCols];
+  for (int i = 0; i < kRows; ++i) {
+    for (int j = 0; j < kCols; ++j) wide[i][j] = vdupq_n_s32(0);
+  }
+  const int groups = padded_depth / kGroup;
+  for (int group = 0; group < groups; group += kGroupsPerRun) {
+    const int run = groups - group < kGroupsPerRun ? groups - group : kGroupsPerRun;
+    int16x8_t narrow[kRows][kCols];
+    for (int i = 0; i < kRows; ++i) {
+      for (int j = 0; j < kCols; ++j) narrow[i][j] = vdupq_n_s16(0);
+    }
+    for (int step = 0; step < run; ++step) {
+      int8x16_t lhs_rows[kRows];
+      int8x16_t rhs_cols[kCols];
+      for (int i = 0; i < kRows; ++i) lhs_rows[i] = vld1q_s8(lhs + i * kGroup);
+      for (int j = 0; j < kCols; ++j) rhs_cols[j] = vld1q_s8(rhs + j * kGroup);
+      for (int i = 0; i < kRows; ++i) {
+        for (int j = 0; j < kCols; ++j) {
+          narrow[i][j] = vmlal_s8(narrow[i][j], vget_low_s8(lhs_rows[i]), vget_low_s8(rhs_cols[j]));
+          narrow[i][j] = vmlal_high_s8(narrow[i][j], lhs_rows[i], rhs_cols[j]);
+        }
+      }
+      lhs += kRows * kGroup;
+      rhs += kCols * kGroup;
+    }
+    for (int i = 0; i < kRows; ++i) {
+      for (int j = 0; j < kCols; ++j) wide[i][j] = vpadalq_s16(wide[i][j], narrow[i][j]);
+    }
+  }
+  for (int i = 0; i < rows; ++i) {
+    int32x4_t row =
+        vpaddq_s32(vpaddq_s32(wide[i][0], wide[i][1]), vpaddq_s32(wide[i][2], wide[i][3]));
+    std::int32_t* out = acc + static_cast<std::ptrdiff_t>(i) * acc_stride;
+    if (accumulate) row = vaddq_s32(row, vld1q_s32(out));
+    vst1q_s32(out, row);
+  }
+}
+
+template <int kSteps>
+const KernelImplementation& NeonNarrowWithSteps() {
+  static const KernelImplementation implementation{Kernel::kNeon, kNeonFormat, &PackLhsNeon,
+                                                   &PackRhsNeon, &MicroKernelNeonNarrow<kSteps>};
+  return implementation;
+}
+
 }  // namespace
 
 const KernelImplementation& NeonKernel() {
   static const KernelImplementation implementation{Kernel::kNeon, kNeonFormat, &PackLhsNeon,
                                                    &PackRhsNeon, &MicroKernelNeon};
   return implementation;
+}
+
+const KernelImplementation* NeonNarrowKernel(int lhs_bits, int rhs_bits) {
+  switch (NeonNarrowInt16Steps(lhs_bits, rhs_bits)) {
+    case 0:
+    case 1:
+      return nullptr;
+    case 2:
+      return &NeonNarrowWithSteps<2>();
+    case 4:
+      return &NeonNarrowWithSteps<4>();
+    case 8:
+      return &NeonNarrowWithSteps<8>();
+    case 16:
+      return &NeonNarrowWithSteps<16>();
+    case 32:
+      return &NeonNarrowWithSteps<32>();
+    case 64:
+      return &NeonNarrowWithSteps<64>();
+    default:
+      return &NeonNarrowWithSteps<kMaxNarrowInt16Steps>();
+  }
 }
 
 }  // namespace internal

@@ -139,8 +139,9 @@ struct Sse41Isa {
 
 }  // namespace
 
-const KernelImplementation& Sse41NarrowKernel(int lhs_bits, int rhs_bits) {
-  return NarrowKernels<Sse41Isa>::ForSteps(NarrowInt16Steps(lhs_bits, rhs_bits));
+const KernelImplementation* Sse41NarrowKernel(int lhs_bits, int rhs_bits) {
+  const int steps = NarrowInt16Steps(lhs_bits, rhs_bits);
+  return steps == 0 ? nullptr : &NarrowKernels<Sse41Isa>::ForSteps(steps);
 }
 
 const KernelImplementation& Sse41Kernel() {

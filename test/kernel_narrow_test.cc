@@ -62,6 +62,31 @@ TEST(NarrowKernelTest, Int16StepsNeverOverflowAndAreTheLargestPowerOfTwo) {
   EXPECT_EQ(internal::NarrowInt16Steps(7, 8), 1);
 }
 
+// The same for NEON's single products of centred values: -2^(bits-1) times -2^(bits-1) is the
+// largest magnitude.
+TEST(NarrowKernelTest, NeonInt16StepsNeverOverflowAndAreTheLargestPowerOfTwo) {
+  for (int lhs_bits = 1; lhs_bits <= 8; ++lhs_bits) {
+    for (int rhs_bits = 1; rhs_bits <= 8; ++rhs_bits) {
+      const std::int64_t product_bound = Pow2(lhs_bits - 1) * Pow2(rhs_bits - 1);
+      const int steps = internal::NeonNarrowInt16Steps(lhs_bits, rhs_bits);
+      const std::string name = std::to_string(lhs_bits) + "x" + std::to_string(rhs_bits);
+      ASSERT_GE(steps, 1) << name;
+      EXPECT_EQ(steps & (steps - 1), 0) << name << ": a power of two";
+      EXPECT_LE(steps * product_bound, 32767) << name;
+      if (steps < internal::kMaxNarrowInt16Steps) {
+        EXPECT_GT(2 * steps * product_bound, 32767) << name;
+      }
+    }
+  }
+  EXPECT_EQ(internal::NeonNarrowInt16Steps(8, 8), 1);
+}
+
+// The depth one run of int16 sums covers, before the kernel widens them.
+int Int16RunDepth(Kernel kernel, int lhs_bits, int rhs_bits) {
+  if (kernel == Kernel::kNeon) return internal::NeonNarrowInt16Steps(lhs_bits, rhs_bits) * 8;
+  return internal::NarrowInt16Steps(lhs_bits, rhs_bits) * 4;
+}
+
 // The value range of a `bits`-bit operand of this type.
 int MinValue(ElementType type, int bits) {
   return type == ElementType::kUint8 ? 0 : -static_cast<int>(Pow2(bits - 1));
@@ -105,6 +130,8 @@ TEST(NarrowKernelTest, PackingMatchesThePortablePacker) {
   for (Kernel kernel : NarrowKernels()) {
     const KernelImplementation& implementation = internal::GetKernelImplementation(kernel, 7, 5);
     const KernelFormat& format = implementation.format;
+    // The NEON kernels' packer is tested by kernel_neon_test.
+    if (format.lhs_type != internal::PackedType::kUint8) continue;
     for (bool lhs_side : {true, false}) {
       const int width = lhs_side ? format.lhs_rows : format.rhs_cols;
       const internal::PackedType type = lhs_side ? format.lhs_type : format.rhs_type;
@@ -189,42 +216,48 @@ void CheckTile(const KernelImplementation& kernel, const NarrowMatrix& lhs,
   }
 }
 
-// Worst cases: every lhs value at its largest packed value against every rhs value at its most
-// negative, then most positive packed value (the int16 sums closest to overflow); then random.
+// Worst cases: every value of each operand at one end of its range, for all four pairs of
+// ends (the int16 sums of either kernel design come closest to overflow at one of them), at
+// depths around one run of int16 sums and beyond; then random values.
 TEST(NarrowKernelTest, MicroKernelsAreExactAtTheWorstCaseOfEveryBitDepthPair) {
   std::mt19937 random(11);
+  const auto lowest = [](int, int, int min, int) { return min; };
+  const auto highest = [](int, int, int, int max) { return max; };
+  const auto uniform = [&](int, int, int min, int max) {
+    return std::uniform_int_distribution<int>(min, max)(random);
+  };
   for (Kernel kernel : NarrowKernels()) {
     for (int lhs_bits = 1; lhs_bits <= 8; ++lhs_bits) {
       for (int rhs_bits = 1; rhs_bits <= 8; ++rhs_bits) {
-        const int steps = internal::NarrowInt16Steps(lhs_bits, rhs_bits);
-        if (steps == 0) continue;
         const KernelImplementation& implementation =
             internal::GetKernelImplementation(kernel, lhs_bits, rhs_bits);
+        if (&implementation == &internal::GetKernelImplementation(kernel)) continue;
         const KernelFormat& format = implementation.format;
-        ASSERT_EQ(format.lhs_type, internal::PackedType::kUint8);
-        ASSERT_EQ(format.rhs_type, internal::PackedType::kInt8);
-        const int group = format.depth_group;
+        const int run = Int16RunDepth(kernel, lhs_bits, rhs_bits);
+        const std::string name = std::string(KernelName(kernel)) + " " + std::to_string(lhs_bits) +
+                                 "x" + std::to_string(rhs_bits);
         for (ElementType lhs_type : {ElementType::kUint8, ElementType::kInt8}) {
           for (ElementType rhs_type : {ElementType::kUint8, ElementType::kInt8}) {
-            for (int depth : {1, 5, group * steps - 1, group * steps, group * steps + 1,
-                              3 * group * steps + 2, 1001}) {
-              const std::string name = std::string(KernelName(kernel)) + " " +
-                                       std::to_string(lhs_bits) + "x" + std::to_string(rhs_bits);
-              const NarrowMatrix lhs(format.lhs_rows, depth, Order::kRowMajor, lhs_type, lhs_bits,
-                                     [](int, int, int, int max) { return max; });
-              const NarrowMatrix lowest(format.rhs_cols, depth, Order::kRowMajor, rhs_type,
-                                        rhs_bits, [](int, int, int min, int) { return min; });
-              const NarrowMatrix highest(format.rhs_cols, depth, Order::kColMajor, rhs_type,
-                                         rhs_bits, [](int, int, int, int max) { return max; });
-              const NarrowMatrix mixed(format.rhs_cols, depth, Order::kRowMajor, rhs_type, rhs_bits,
-                                       [&](int, int, int min, int max) {
-                                         return std::uniform_int_distribution<int>(min,
-                                                                                   max)(random);
-                                       });
+            for (int depth : {1, 5, run - 1, run, run + 1, 2 * run + 3}) {
+              if (depth < 1) continue;
+              const NarrowMatrix lhs_low(format.lhs_rows, depth, Order::kRowMajor, lhs_type,
+                                         lhs_bits, lowest);
+              const NarrowMatrix lhs_high(format.lhs_rows, depth, Order::kRowMajor, lhs_type,
+                                          lhs_bits, highest);
+              const NarrowMatrix rhs_low(format.rhs_cols, depth, Order::kRowMajor, rhs_type,
+                                         rhs_bits, lowest);
+              const NarrowMatrix rhs_high(format.rhs_cols, depth, Order::kColMajor, rhs_type,
+                                          rhs_bits, highest);
+              const NarrowMatrix lhs_random(format.lhs_rows, depth, Order::kColMajor, lhs_type,
+                                            lhs_bits, uniform);
+              const NarrowMatrix rhs_random(format.rhs_cols, depth, Order::kRowMajor, rhs_type,
+                                            rhs_bits, uniform);
               for (int rows = 1; rows <= format.lhs_rows; ++rows) {
-                CheckTile(implementation, lhs, lowest, rows, name + " lowest rhs");
-                CheckTile(implementation, lhs, highest, rows, name + " highest rhs");
-                CheckTile(implementation, lhs, mixed, rows, name + " random rhs");
+                CheckTile(implementation, lhs_low, rhs_low, rows, name + " low x low");
+                CheckTile(implementation, lhs_low, rhs_high, rows, name + " low x high");
+                CheckTile(implementation, lhs_high, rhs_low, rows, name + " high x low");
+                CheckTile(implementation, lhs_high, rhs_high, rows, name + " high x high");
+                CheckTile(implementation, lhs_random, rhs_random, rows, name + " random");
                 if (HasFatalFailure()) return;
               }
             }
