@@ -18,10 +18,12 @@ namespace internal {
 namespace output_writer {
 
 // Isa supplies, for its fixedpoint raw type Raw of kLanes int32 lanes:
-//   static Raw Load(const std::int32_t* values);               // kLanes values
+//   static Raw Load(const std::int32_t* values);    // kLanes values, unaligned
 //   static void Store(Raw v, int size, void* out);  // kLanes values' low `size` bytes
 //   static Raw Min(Raw a, Raw b);
 //   static Raw Max(Raw a, Raw b);
+// Min and Max are not fixedpoint primitives: only clamping and the split of an exponent into
+// its shifts need them.
 
 // Where the lanes of one step sit: `count` consecutive entries of a result row (along_cols)
 // or column, starting at (row, col).
