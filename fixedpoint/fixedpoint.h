@@ -1,6 +1,8 @@
 // lowbit::fixedpoint: gemmlowp-compatible fixed-point arithmetic (SRDHM, RoundingDivideByPOT,
 // FixedPoint<Raw, IntegerBits>, exp/tanh/logistic), written once over a raw type so SIMD back ends
-// only supply primitives and stay bit-exact with the scalar one.
+// only supply primitives and stay bit-exact with the scalar one. The SIMD back ends
+// (fixedpoint_{sse41,avx2,neon}.h) are not included here: only code compiled for an ISA may
+// include its back end (doc/design.md, "Fixed-point back ends").
 #ifndef LOWBIT_FIXEDPOINT_FIXEDPOINT_H_
 #define LOWBIT_FIXEDPOINT_FIXEDPOINT_H_
 
@@ -16,9 +18,6 @@ namespace lowbit {
 namespace fixedpoint {
 
 namespace detail {
-
-template <typename Raw>
-constexpr int kScalarBits = 8 * static_cast<int>(sizeof(ScalarRawTypeOf<Raw>));
 
 template <typename Raw>
 using UnsignedScalarOf = std::make_unsigned_t<ScalarRawTypeOf<Raw>>;
@@ -48,6 +47,16 @@ Raw SaturatingShiftLeft(Raw x, int exponent) {
                          SelectUsingMask(negative_overflow, DupLowest<Raw>(), shifted));
 }
 
+// x / 2^exponent rounded to nearest, ties away from zero, from mask = 2^exponent - 1 and
+// shifted = x >> exponent (arithmetic). Masks are -1 where true, so subtracting one adds 1.
+template <typename Raw>
+Raw RoundShiftedAwayFromZero(Raw x, Raw mask, Raw shifted) {
+  const Raw remainder = BitAnd(x, mask);
+  // Halfway remainders round up for x >= 0 and down (away from zero) for x < 0.
+  const Raw threshold = Sub(ShiftRight(mask, 1), MaskIfLessThan(x, Dup<Raw>(0)));
+  return Sub(shifted, MaskIfGreaterThan(remainder, threshold));
+}
+
 }  // namespace detail
 
 // x / 2^exponent rounded to nearest, ties away from zero (gemmlowp/TFLite semantics).
@@ -57,14 +66,16 @@ template <typename Raw>
 Raw RoundingDivideByPOT(Raw x, int exponent) {
   using Scalar = ScalarRawTypeOf<Raw>;
   assert(exponent >= 0 && exponent < detail::kScalarBits<Raw>);
-  const auto mask_scalar = static_cast<Scalar>((detail::UnsignedScalarOf<Raw>{1} << exponent) - 1);
-  const Raw mask = Dup<Raw>(mask_scalar);
-  const Raw zero = Dup<Raw>(0);
+  const auto mask = static_cast<Scalar>((detail::UnsignedScalarOf<Raw>{1} << exponent) - 1);
+  return detail::RoundShiftedAwayFromZero(x, Dup<Raw>(mask), ShiftRight(x, exponent));
+}
+
+// The same with one exponent per lane, each in [0, bits of the scalar type); SIMD raw types only.
+template <typename Raw, detail::EnableIfSimd<Raw> = 0>
+Raw RoundingDivideByPOT(Raw x, Raw exponent) {
   const Raw one = Dup<Raw>(1);
-  const Raw remainder = BitAnd(x, mask);
-  // Halfway remainders round up for x >= 0 and down (away from zero) for x < 0.
-  const Raw threshold = Add(ShiftRight(mask, 1), BitAnd(MaskIfLessThan(x, zero), one));
-  return Add(ShiftRight(x, exponent), BitAnd(MaskIfGreaterThan(remainder, threshold), one));
+  return detail::RoundShiftedAwayFromZero(x, Sub(ShiftLeft(one, exponent), one),
+                                          ShiftRight(x, exponent));
 }
 
 // x * 2^Exponent: a left shift clamped to the type's range for Exponent > 0,

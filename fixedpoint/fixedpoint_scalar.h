@@ -55,12 +55,21 @@ constexpr Raw MaskFromBool(bool condition) {
   return condition ? static_cast<Raw>(-1) : static_cast<Raw>(0);
 }
 
+template <typename Raw>
+constexpr int kScalarBits = 8 * static_cast<int>(sizeof(ScalarRawTypeOf<Raw>));
+
+// Removes an overload for scalar raw types, where an (x, int) overload already does the job and
+// an (x, x) one would make every scalar call ambiguous.
+template <typename Raw>
+using EnableIfSimd = std::enable_if_t<!kIsScalarRaw<Raw>, int>;
+
 }  // namespace detail
 
 // The primitives below are function templates whose primary definitions implement the scalar
-// types. A SIMD back end provides explicit specializations for its register type (e.g.
-// `template <> inline __m128i BitAnd(__m128i a, __m128i b)`); generic code calling them from
-// templates then picks the specialization at instantiation time.
+// types, and where noted every raw type, in terms of other primitives. A SIMD back end provides
+// explicit specializations for its register type (e.g.
+// `template <> inline Sse41Int32x4 BitAnd(Sse41Int32x4 a, Sse41Int32x4 b)`); generic code
+// calling them from templates then picks the specialization at instantiation time.
 #define LOWBIT_FIXEDPOINT_REQUIRE_SCALAR(Raw)                                                 \
   static_assert(::lowbit::fixedpoint::detail::kIsScalarRaw<Raw>,                              \
                 "no implementation of this fixed-point primitive for this raw type: include " \
@@ -138,29 +147,21 @@ Raw ShiftRight(Raw a, int offset) {
   return static_cast<Raw>(a >> offset);
 }
 
-// Masks are all-ones where the condition holds and all-zeros elsewhere, per lane.
-template <typename Raw>
-Raw MaskIfZero(Raw a) {
-  LOWBIT_FIXEDPOINT_REQUIRE_SCALAR(Raw);
-  return detail::MaskFromBool<Raw>(a == 0);
-}
+// The same shifts by one amount per lane, each in [0, bits of the scalar type). SIMD raw types
+// only: every SIMD back end specializes them.
+template <typename Raw, detail::EnableIfSimd<Raw> = 0>
+Raw ShiftLeft(Raw a, Raw offsets);
 
-template <typename Raw>
-Raw MaskIfNonZero(Raw a) {
-  LOWBIT_FIXEDPOINT_REQUIRE_SCALAR(Raw);
-  return detail::MaskFromBool<Raw>(a != 0);
-}
+template <typename Raw, detail::EnableIfSimd<Raw> = 0>
+Raw ShiftRight(Raw a, Raw offsets);
 
+// Masks are all-ones where the condition holds and all-zeros elsewhere, per lane. A back end
+// specializes MaskIfEqual and MaskIfGreaterThan; the others follow from those two for every raw
+// type, unless a back end has a more direct instruction.
 template <typename Raw>
 Raw MaskIfEqual(Raw a, Raw b) {
   LOWBIT_FIXEDPOINT_REQUIRE_SCALAR(Raw);
   return detail::MaskFromBool<Raw>(a == b);
-}
-
-template <typename Raw>
-Raw MaskIfNotEqual(Raw a, Raw b) {
-  LOWBIT_FIXEDPOINT_REQUIRE_SCALAR(Raw);
-  return detail::MaskFromBool<Raw>(a != b);
 }
 
 template <typename Raw>
@@ -170,21 +171,33 @@ Raw MaskIfGreaterThan(Raw a, Raw b) {
 }
 
 template <typename Raw>
-Raw MaskIfGreaterThanOrEqual(Raw a, Raw b) {
-  LOWBIT_FIXEDPOINT_REQUIRE_SCALAR(Raw);
-  return detail::MaskFromBool<Raw>(a >= b);
+Raw MaskIfZero(Raw a) {
+  return MaskIfEqual(a, Dup<Raw>(0));
+}
+
+template <typename Raw>
+Raw MaskIfNonZero(Raw a) {
+  return BitNot(MaskIfZero(a));
+}
+
+template <typename Raw>
+Raw MaskIfNotEqual(Raw a, Raw b) {
+  return BitNot(MaskIfEqual(a, b));
 }
 
 template <typename Raw>
 Raw MaskIfLessThan(Raw a, Raw b) {
-  LOWBIT_FIXEDPOINT_REQUIRE_SCALAR(Raw);
-  return detail::MaskFromBool<Raw>(a < b);
+  return MaskIfGreaterThan(b, a);
+}
+
+template <typename Raw>
+Raw MaskIfGreaterThanOrEqual(Raw a, Raw b) {
+  return BitNot(MaskIfLessThan(a, b));
 }
 
 template <typename Raw>
 Raw MaskIfLessThanOrEqual(Raw a, Raw b) {
-  LOWBIT_FIXEDPOINT_REQUIRE_SCALAR(Raw);
-  return detail::MaskFromBool<Raw>(a <= b);
+  return BitNot(MaskIfGreaterThan(a, b));
 }
 
 // Branch-free per-lane choice: mask must be a mask (all-ones or all-zeros per lane).
@@ -195,22 +208,43 @@ Raw SelectUsingMask(Raw mask, Raw if_mask, Raw if_not_mask) {
 }
 
 // (a + b) / 2 computed without intermediate overflow, rounded to nearest with ties away from zero.
+// Without 64-bit lanes: a + b = 2 h + low with h = (a >> 1) + (b >> 1), which cannot overflow,
+// and low in {0, 1, 2}. The half is h + 1 for low == 2; for low == 1 it is a tie, rounded away
+// from zero: up exactly when h >= 0. Both are (low + [h >= 0]) >> 1, where
+// [h >= 0] = 1 + (h >> (bits - 1)).
 template <typename Raw>
 Raw RoundingHalfSum(Raw a, Raw b) {
-  LOWBIT_FIXEDPOINT_REQUIRE_SCALAR(Raw);
-  const std::int64_t sum = std::int64_t{a} + std::int64_t{b};
-  const std::int64_t away_from_zero = sum >= 0 ? 1 : -1;
-  return static_cast<Raw>((sum + away_from_zero) / 2);
+  if constexpr (detail::kIsScalarRaw<Raw>) {
+    const std::int64_t sum = std::int64_t{a} + std::int64_t{b};
+    const std::int64_t away_from_zero = sum >= 0 ? 1 : -1;
+    return static_cast<Raw>((sum + away_from_zero) / 2);
+  } else {
+    const Raw one = Dup<Raw>(1);
+    const Raw h = Add(ShiftRight(a, 1), ShiftRight(b, 1));
+    const Raw low = Add(BitAnd(a, one), BitAnd(b, one));
+    const Raw h_non_negative = Add(one, ShiftRight(h, detail::kScalarBits<Raw> - 1));
+    return Add(h, ShiftRight(Add(low, h_non_negative), 1));
+  }
 }
 
-// a + b clamped to the range of the scalar type.
+// a + b clamped to the range of the scalar type. Without 64-bit lanes: the wrapped sum
+// overflowed exactly when both operands have the sign it lacks, and then saturates towards the
+// sign of the operands.
 template <typename Raw>
 Raw SaturatingAdd(Raw a, Raw b) {
-  LOWBIT_FIXEDPOINT_REQUIRE_SCALAR(Raw);
-  const std::int64_t sum = std::int64_t{a} + std::int64_t{b};
-  const std::int64_t lowest = std::numeric_limits<Raw>::lowest();
-  const std::int64_t highest = std::numeric_limits<Raw>::max();
-  return static_cast<Raw>(sum < lowest ? lowest : (sum > highest ? highest : sum));
+  if constexpr (detail::kIsScalarRaw<Raw>) {
+    const std::int64_t sum = std::int64_t{a} + std::int64_t{b};
+    const std::int64_t lowest = std::numeric_limits<Raw>::lowest();
+    const std::int64_t highest = std::numeric_limits<Raw>::max();
+    return static_cast<Raw>(sum < lowest ? lowest : (sum > highest ? highest : sum));
+  } else {
+    constexpr int kSignBit = detail::kScalarBits<Raw> - 1;
+    const Raw sum = Add(a, b);
+    const Raw overflow = ShiftRight(BitAnd(BitXor(a, sum), BitXor(b, sum)), kSignBit);
+    const Raw saturated =
+        BitXor(ShiftRight(a, kSignBit), Dup<Raw>(std::numeric_limits<ScalarRawTypeOf<Raw>>::max()));
+    return SelectUsingMask(overflow, saturated, sum);
+  }
 }
 
 // ARM VQRDMULH: the high half of 2*a*b rounded to nearest, computed as

@@ -43,8 +43,8 @@ bool HasNeon() { return cpuinfo_initialize() && cpuinfo_has_arm_neon(); }
 #endif
 
 // One row per kernel compiled into this build, slowest first. An ISA kernel file provides
-// its implementation, and its ISA's output writer where there is one; cpuinfo says whether
-// this CPU can run it.
+// its implementation, and its ISA's output writer (none for the reference kernel, which has
+// no ISA); cpuinfo says whether this CPU can run it.
 struct KernelEntry {
   Kernel kernel;
   bool (*cpu_supports)();
@@ -59,13 +59,13 @@ const KernelEntry kKernels[] = {
      nullptr, nullptr},
 #if defined(__x86_64__)
     {Kernel::kSse41, &HasSse41, &internal::Sse41Kernel, &internal::Sse41Kernel,
-     &internal::Sse41NarrowKernel, nullptr},
+     &internal::Sse41NarrowKernel, &internal::WriteOutputSse41},
     {Kernel::kAvx2, &HasAvx2, &internal::Avx2Kernel, &internal::Avx2Int8RhsKernel,
      &internal::Avx2NarrowKernel, &internal::WriteOutputAvx2},
 #endif
 #if defined(__aarch64__)
     {Kernel::kNeon, &HasNeon, &internal::NeonKernel, &internal::NeonKernel,
-     &internal::NeonNarrowKernel, nullptr},
+     &internal::NeonNarrowKernel, &internal::WriteOutputNeon},
 #endif
 };
 

@@ -17,7 +17,13 @@ using OutputWriter = void (*)(const OutputProgram& program, const AccumulatorBlo
 OutputWriter OutputWriterFor(Kernel kernel);
 
 #if defined(__x86_64__)
+void WriteOutputSse41(const OutputProgram& program, const AccumulatorBlock& block,
+                      const MatrixView& result);
 void WriteOutputAvx2(const OutputProgram& program, const AccumulatorBlock& block,
+                     const MatrixView& result);
+#endif
+#if defined(__aarch64__)
+void WriteOutputNeon(const OutputProgram& program, const AccumulatorBlock& block,
                      const MatrixView& result);
 #endif
 

@@ -1,6 +1,6 @@
-// The vectorized output writers against the stages' scalar Eval, at the values where rounding,
-// saturation and wrapping decide: INT32 extremes, exact ties, every shift, every tail length,
-// both block layouts and both result orders.
+// The vectorized output writers of every kernel against the stages' scalar Eval, at the values
+// where rounding, saturation and wrapping decide: INT32 extremes, exact ties, every shift,
+// extreme multipliers, every block width from 1 to 17, both block layouts and both result orders.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -68,19 +68,27 @@ void CheckWriter(internal::OutputWriter writer, const Pipeline& pipeline, int ro
   }
 }
 
-std::vector<internal::OutputWriter> Writers() {
-  std::vector<internal::OutputWriter> writers;
+struct KernelWriter {
+  Kernel kernel;
+  internal::OutputWriter writer;
+};
+
+// Every kernel but the reference, which has no ISA, comes with its ISA's writer.
+std::vector<KernelWriter> Writers() {
+  std::vector<KernelWriter> writers;
   for (Kernel kernel : AvailableKernels()) {
-    if (internal::OutputWriterFor(kernel) != nullptr) {
-      writers.push_back(internal::OutputWriterFor(kernel));
+    const internal::OutputWriter writer = internal::OutputWriterFor(kernel);
+    if (kernel != Kernel::kReference) {
+      EXPECT_NE(writer, nullptr) << KernelName(kernel);
     }
+    if (writer != nullptr) writers.push_back({kernel, writer});
   }
   return writers;
 }
 
 TEST(OutputWriterTest, EveryCompiledStageMatchesScalarEval) {
-  const std::vector<internal::OutputWriter> writers = Writers();
-  if (writers.empty()) GTEST_SKIP() << "no vectorized output writer on this CPU";
+  constexpr std::int32_t kMin = std::numeric_limits<std::int32_t>::min();
+  constexpr std::int32_t kMax = std::numeric_limits<std::int32_t>::max();
   std::vector<std::int32_t> per_channel(64);
   std::vector<std::int32_t> shifts(64), exponents(64), multipliers(64);
   std::mt19937 random(11);
@@ -88,17 +96,19 @@ TEST(OutputWriterTest, EveryCompiledStageMatchesScalarEval) {
     per_channel[i] = static_cast<std::int32_t>(random());
     shifts[i] = i % 32;
     exponents[i] = i % 62 - 31;
-    multipliers[i] = i % 3 == 0 ? std::numeric_limits<std::int32_t>::max()
-                                : static_cast<std::int32_t>(random() >> 1);
+    multipliers[i] =
+        i % 3 == 0 ? (i % 2 == 0 ? kMax : kMin) : static_cast<std::int32_t>(random() >> 1);
   }
   const VectorMap<const std::int32_t> channel_values(per_channel.data(), 64);
-  for (internal::OutputWriter writer : writers) {
-    for (int length : {1, 7, 8, 9, 17}) {
+  for (const KernelWriter& kernel_writer : Writers()) {
+    SCOPED_TRACE(KernelName(kernel_writer.kernel));
+    const internal::OutputWriter writer = kernel_writer.writer;
+    for (int length = 1; length <= 17; ++length) {
       for (int shift = 0; shift <= 31; ++shift) {
-        CheckWriter(writer,
-                    std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{
-                        std::numeric_limits<std::int32_t>::max() - shift, shift, -shift}),
-                    length, 3);
+        CheckWriter(
+            writer,
+            std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{kMax - shift, shift, -shift}),
+            length, 3);
         CheckWriter(writer, std::make_tuple(OutputStageShiftByPOT{shift}), 2, length);
         CheckWriter(writer, std::make_tuple(OutputStageShiftByPOT{-shift}), length, 2);
       }
@@ -107,6 +117,20 @@ TEST(OutputWriterTest, EveryCompiledStageMatchesScalarEval) {
             writer,
             std::make_tuple(OutputStageScaleInt32ByFixedPointAndExponent{1 << 30, exponent, 7}),
             length, 2);
+      }
+      for (std::int32_t multiplier : {kMin, kMax, 0, 1}) {
+        for (int shift : {0, 1, 30, 31}) {
+          CheckWriter(
+              writer,
+              std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{multiplier, shift, 0}), 3,
+              length);
+        }
+        for (int exponent : {-31, -1, 0, 1, 30}) {
+          CheckWriter(writer,
+                      std::make_tuple(
+                          OutputStageScaleInt32ByFixedPointAndExponent{multiplier, exponent, 0}),
+                      length, 3);
+        }
       }
       for (ChannelAxis axis : {ChannelAxis::kRow, ChannelAxis::kCol}) {
         CheckWriter(writer,

@@ -1,0 +1,132 @@
+// AVX2 back end of lowbit::fixedpoint: eight int32 lanes, bit-exact with the scalar back end.
+// Empty unless compiled with -mavx2.
+#ifndef LOWBIT_FIXEDPOINT_FIXEDPOINT_AVX2_H_
+#define LOWBIT_FIXEDPOINT_FIXEDPOINT_AVX2_H_
+
+#include "fixedpoint/fixedpoint.h"
+
+#if defined(__AVX2__)
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace lowbit {
+namespace fixedpoint {
+
+// A struct rather than __m256i itself: as a template argument __m256i loses its may_alias
+// attribute, which GCC warns about.
+struct Avx2Int32x8 {
+  __m256i v;
+};
+
+template <>
+struct RawTypeTraits<Avx2Int32x8> {
+  using ScalarRawType = std::int32_t;
+  static constexpr int kLanes = 8;
+};
+
+template <>
+inline Avx2Int32x8 Dup<Avx2Int32x8>(std::int32_t x) {
+  return {_mm256_set1_epi32(x)};
+}
+
+template <>
+inline Avx2Int32x8 BitAnd(Avx2Int32x8 a, Avx2Int32x8 b) {
+  return {_mm256_and_si256(a.v, b.v)};
+}
+
+template <>
+inline Avx2Int32x8 BitOr(Avx2Int32x8 a, Avx2Int32x8 b) {
+  return {_mm256_or_si256(a.v, b.v)};
+}
+
+template <>
+inline Avx2Int32x8 BitXor(Avx2Int32x8 a, Avx2Int32x8 b) {
+  return {_mm256_xor_si256(a.v, b.v)};
+}
+
+template <>
+inline Avx2Int32x8 BitNot(Avx2Int32x8 a) {
+  return {_mm256_xor_si256(a.v, _mm256_set1_epi32(-1))};
+}
+
+template <>
+inline Avx2Int32x8 Add(Avx2Int32x8 a, Avx2Int32x8 b) {
+  return {_mm256_add_epi32(a.v, b.v)};
+}
+
+template <>
+inline Avx2Int32x8 Sub(Avx2Int32x8 a, Avx2Int32x8 b) {
+  return {_mm256_sub_epi32(a.v, b.v)};
+}
+
+template <>
+inline Avx2Int32x8 Neg(Avx2Int32x8 a) {
+  return {_mm256_sub_epi32(_mm256_setzero_si256(), a.v)};
+}
+
+template <>
+inline Avx2Int32x8 Mul(Avx2Int32x8 a, Avx2Int32x8 b) {
+  return {_mm256_mullo_epi32(a.v, b.v)};
+}
+
+template <>
+inline Avx2Int32x8 ShiftLeft(Avx2Int32x8 a, int offset) {
+  return {_mm256_sll_epi32(a.v, _mm_cvtsi32_si128(offset))};
+}
+
+template <>
+inline Avx2Int32x8 ShiftRight(Avx2Int32x8 a, int offset) {
+  return {_mm256_sra_epi32(a.v, _mm_cvtsi32_si128(offset))};
+}
+
+template <>
+inline Avx2Int32x8 ShiftLeft(Avx2Int32x8 a, Avx2Int32x8 offsets) {
+  return {_mm256_sllv_epi32(a.v, offsets.v)};
+}
+
+template <>
+inline Avx2Int32x8 ShiftRight(Avx2Int32x8 a, Avx2Int32x8 offsets) {
+  return {_mm256_srav_epi32(a.v, offsets.v)};
+}
+
+template <>
+inline Avx2Int32x8 MaskIfEqual(Avx2Int32x8 a, Avx2Int32x8 b) {
+  return {_mm256_cmpeq_epi32(a.v, b.v)};
+}
+
+template <>
+inline Avx2Int32x8 MaskIfGreaterThan(Avx2Int32x8 a, Avx2Int32x8 b) {
+  return {_mm256_cmpgt_epi32(a.v, b.v)};
+}
+
+template <>
+inline Avx2Int32x8 SelectUsingMask(Avx2Int32x8 mask, Avx2Int32x8 if_mask, Avx2Int32x8 if_not_mask) {
+  return {_mm256_blendv_epi8(if_not_mask.v, if_mask.v, mask.v)};
+}
+
+// floor((a*b + 2^30) / 2^31), the scalar version's nudged truncation, on the even lanes' and then
+// the odd lanes' 64-bit products. Bits 31..62 of each sum are the result: a logical shift gives
+// them as well as an arithmetic one, which AVX2 lacks for 64-bit lanes.
+template <>
+inline Avx2Int32x8 SaturatingRoundingDoublingHighMul(Avx2Int32x8 a, Avx2Int32x8 b) {
+  const __m256i nudge = _mm256_set1_epi64x(std::int64_t{1} << 30);
+  const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(a.v, b.v), nudge);
+  const __m256i odd = _mm256_add_epi64(
+      _mm256_mul_epi32(_mm256_srli_epi64(a.v, 32), _mm256_srli_epi64(b.v, 32)), nudge);
+  const __m256i result =
+      _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xaa);
+  // INT32_MIN * INT32_MIN gives 2^31, read as INT32_MIN: flipping every bit saturates it.
+  const __m256i min = _mm256_set1_epi32(INT32_MIN);
+  const __m256i overflow =
+      _mm256_and_si256(_mm256_cmpeq_epi32(a.v, min), _mm256_cmpeq_epi32(b.v, min));
+  return {_mm256_xor_si256(result, overflow)};
+}
+
+}  // namespace fixedpoint
+}  // namespace lowbit
+
+#endif  // defined(__AVX2__)
+
+#endif  // LOWBIT_FIXEDPOINT_FIXEDPOINT_AVX2_H_

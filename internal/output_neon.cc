@@ -1,0 +1,48 @@
+// The NEON output writer: the common writer (internal/output_writer.h) four lanes at a time, on
+// the NEON fixedpoint back end. aarch64 only; NEON is part of its baseline, so no flag.
+#include <arm_neon.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "fixedpoint/fixedpoint_neon.h"
+#include "internal/output.h"
+#include "internal/output_writer.h"
+
+namespace lowbit {
+namespace internal {
+namespace {
+
+struct Neon {
+  using Raw = int32x4_t;
+  static constexpr int kLanes = 4;
+
+  static Raw Load(const std::int32_t* values) { return vld1q_s32(values); }
+  static Raw Min(Raw a, Raw b) { return vminq_s32(a, b); }
+  static Raw Max(Raw a, Raw b) { return vmaxq_s32(a, b); }
+
+  static void Store(Raw v, int size, void* out) {
+    if (size == 4) {
+      vst1q_s32(static_cast<std::int32_t*>(out), v);
+      return;
+    }
+    const int16x4_t halves = vmovn_s32(v);
+    if (size == 2) {
+      vst1_s16(static_cast<std::int16_t*>(out), halves);
+    } else {
+      const int8x8_t bytes = vmovn_s16(vcombine_s16(halves, halves));
+      const std::int32_t four_bytes = vget_lane_s32(vreinterpret_s32_s8(bytes), 0);
+      std::memcpy(out, &four_bytes, sizeof(four_bytes));
+    }
+  }
+};
+
+}  // namespace
+
+void WriteOutputNeon(const OutputProgram& program, const AccumulatorBlock& block,
+                     const MatrixView& result) {
+  output_writer::WriteOutput<Neon>(program, block, result);
+}
+
+}  // namespace internal
+}  // namespace lowbit

@@ -1,0 +1,52 @@
+// The SSE4.1 output writer: the common writer (internal/output_writer.h) four lanes at a time,
+// on the SSE4.1 fixedpoint back end. Compiled with -msse4.1 only.
+#include <smmintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "fixedpoint/fixedpoint_sse41.h"
+#include "internal/output.h"
+#include "internal/output_writer.h"
+
+namespace lowbit {
+namespace internal {
+namespace {
+
+struct Sse41 {
+  using Raw = fixedpoint::Sse41Int32x4;
+  static constexpr int kLanes = 4;
+
+  static Raw Load(const std::int32_t* values) {
+    return {_mm_loadu_si128(reinterpret_cast<const __m128i*>(values))};
+  }
+  static Raw Min(Raw a, Raw b) { return {_mm_min_epi32(a.v, b.v)}; }
+  static Raw Max(Raw a, Raw b) { return {_mm_max_epi32(a.v, b.v)}; }
+
+  static void Store(Raw v, int size, void* out) {
+    if (size == 4) {
+      _mm_storeu_si128(static_cast<__m128i*>(out), v.v);
+      return;
+    }
+    const __m128i low_bytes =
+        size == 2 ? _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1)
+                  : _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    const __m128i packed = _mm_shuffle_epi8(v.v, low_bytes);
+    if (size == 2) {
+      _mm_storel_epi64(static_cast<__m128i*>(out), packed);
+    } else {
+      const std::int32_t bytes = _mm_cvtsi128_si32(packed);
+      std::memcpy(out, &bytes, sizeof(bytes));
+    }
+  }
+};
+
+}  // namespace
+
+void WriteOutputSse41(const OutputProgram& program, const AccumulatorBlock& block,
+                      const MatrixView& result) {
+  output_writer::WriteOutput<Sse41>(program, block, result);
+}
+
+}  // namespace internal
+}  // namespace lowbit
