@@ -22,6 +22,25 @@ struct Avx2 {
   static Raw Min(Raw a, Raw b) { return {_mm256_min_epi32(a.v, b.v)}; }
   static Raw Max(Raw a, Raw b) { return {_mm256_max_epi32(a.v, b.v)}; }
 
+  static void Transpose(Raw (&rows)[kLanes]) {
+    __m256i pairs[8];  // pairs of rows interleaved, per 128-bit half
+    for (int i = 0; i < 8; i += 2) {
+      pairs[i] = _mm256_unpacklo_epi32(rows[i].v, rows[i + 1].v);
+      pairs[i + 1] = _mm256_unpackhi_epi32(rows[i].v, rows[i + 1].v);
+    }
+    __m256i quads[8];  // quads[4 * h + c]: column c (and c + 4) of rows 4h .. 4h + 3
+    for (int h = 0; h < 2; ++h) {
+      quads[4 * h] = _mm256_unpacklo_epi64(pairs[4 * h], pairs[4 * h + 2]);
+      quads[4 * h + 1] = _mm256_unpackhi_epi64(pairs[4 * h], pairs[4 * h + 2]);
+      quads[4 * h + 2] = _mm256_unpacklo_epi64(pairs[4 * h + 1], pairs[4 * h + 3]);
+      quads[4 * h + 3] = _mm256_unpackhi_epi64(pairs[4 * h + 1], pairs[4 * h + 3]);
+    }
+    for (int c = 0; c < 4; ++c) {
+      rows[c].v = _mm256_permute2x128_si256(quads[c], quads[4 + c], 0x20);
+      rows[c + 4].v = _mm256_permute2x128_si256(quads[c], quads[4 + c], 0x31);
+    }
+  }
+
   static void Store(Raw v, int size, void* out) {
     if (size == 4) {
       _mm256_storeu_si256(static_cast<__m256i*>(out), v.v);

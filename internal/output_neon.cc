@@ -21,6 +21,15 @@ struct Neon {
   static Raw Min(Raw a, Raw b) { return vminq_s32(a, b); }
   static Raw Max(Raw a, Raw b) { return vmaxq_s32(a, b); }
 
+  static void Transpose(Raw (&rows)[kLanes]) {
+    const int32x4x2_t rows01 = vtrnq_s32(rows[0], rows[1]);
+    const int32x4x2_t rows23 = vtrnq_s32(rows[2], rows[3]);
+    rows[0] = vcombine_s32(vget_low_s32(rows01.val[0]), vget_low_s32(rows23.val[0]));
+    rows[1] = vcombine_s32(vget_low_s32(rows01.val[1]), vget_low_s32(rows23.val[1]));
+    rows[2] = vcombine_s32(vget_high_s32(rows01.val[0]), vget_high_s32(rows23.val[0]));
+    rows[3] = vcombine_s32(vget_high_s32(rows01.val[1]), vget_high_s32(rows23.val[1]));
+  }
+
   static void Store(Raw v, int size, void* out) {
     if (size == 4) {
       vst1q_s32(static_cast<std::int32_t*>(out), v);

@@ -23,6 +23,17 @@ struct Sse41 {
   static Raw Min(Raw a, Raw b) { return {_mm_min_epi32(a.v, b.v)}; }
   static Raw Max(Raw a, Raw b) { return {_mm_max_epi32(a.v, b.v)}; }
 
+  static void Transpose(Raw (&rows)[kLanes]) {
+    const __m128i low01 = _mm_unpacklo_epi32(rows[0].v, rows[1].v);
+    const __m128i low23 = _mm_unpacklo_epi32(rows[2].v, rows[3].v);
+    const __m128i high01 = _mm_unpackhi_epi32(rows[0].v, rows[1].v);
+    const __m128i high23 = _mm_unpackhi_epi32(rows[2].v, rows[3].v);
+    rows[0].v = _mm_unpacklo_epi64(low01, low23);
+    rows[1].v = _mm_unpackhi_epi64(low01, low23);
+    rows[2].v = _mm_unpacklo_epi64(high01, high23);
+    rows[3].v = _mm_unpackhi_epi64(high01, high23);
+  }
+
   static void Store(Raw v, int size, void* out) {
     if (size == 4) {
       _mm_storeu_si128(static_cast<__m128i*>(out), v.v);

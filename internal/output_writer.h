@@ -22,17 +22,9 @@ namespace output_writer {
 //   static void Store(Raw v, int size, void* out);  // kLanes values' low `size` bytes
 //   static Raw Min(Raw a, Raw b);
 //   static Raw Max(Raw a, Raw b);
+//   static void Transpose(Raw (&rows)[kLanes]);     // the kLanes x kLanes square, in place
 // Min and Max are not fixedpoint primitives: only clamping and the split of an exponent into
 // its shifts need them.
-
-// Where the lanes of one step sit: `count` consecutive entries of a result row (along_cols)
-// or column, starting at (row, col).
-struct Lanes {
-  int row;
-  int col;
-  int count;
-  bool along_cols;
-};
 
 template <typename Isa>
 typename Isa::Raw LoadPartial(const std::int32_t* values, int count) {
@@ -42,51 +34,103 @@ typename Isa::Raw LoadPartial(const std::int32_t* values, int count) {
   return Isa::Load(buffer);
 }
 
-// A parameter's value for each lane: per-channel values along the lanes are loaded, across
-// them broadcast.
+// A parameter as one line of results sees it: the same value all along the line (one value, or
+// the line's own channel), broadcast once; or one value per entry (per-channel along the line),
+// loaded at each step.
 template <typename Isa>
-typename Isa::Raw ParameterLanes(const ChannelParameter& parameter, const Lanes& lanes) {
-  using Raw = typename Isa::Raw;
-  if (parameter.per_channel == nullptr) return fixedpoint::Dup<Raw>(parameter.value);
-  const bool per_row = parameter.axis == ChannelAxis::kRow;
-  const int channel = per_row ? lanes.row : lanes.col;
-  const Raw values = per_row != lanes.along_cols
-                         ? LoadPartial<Isa>(parameter.per_channel + channel, lanes.count)
-                         : fixedpoint::Dup<Raw>(parameter.per_channel[channel]);
-  return parameter.negated ? fixedpoint::Neg(values) : values;
-}
+struct LineParameter {
+  typename Isa::Raw broadcast;
+  std::int32_t value;
+  const std::int32_t* along;  // the per-channel values from the line's first entry, or null
+  bool negated;
 
-// The operations compute what the stages' scalar Eval does (internal/output_program.h), with
-// the same fixedpoint functions on the ISA's raw type.
-template <typename Isa>
-typename Isa::Raw Run(const OutputInstruction& instruction, typename Isa::Raw v,
-                      const Lanes& lanes) {
-  using Raw = typename Isa::Raw;
-  switch (instruction.opcode) {
-    case OutputOpcode::kAdd:
-      return fixedpoint::Add(v, ParameterLanes<Isa>(instruction.first, lanes));
-    case OutputOpcode::kScaleByFixedPoint: {
-      const Raw exponent = ParameterLanes<Isa>(instruction.second, lanes);
-      const Raw zero = fixedpoint::Dup<Raw>(0);
-      const Raw scaled = fixedpoint::SaturatingRoundingDoublingHighMul(
-          fixedpoint::ShiftLeft(v, Isa::Max(exponent, zero)),
-          ParameterLanes<Isa>(instruction.first, lanes));
-      const Raw right_shift = Isa::Max(fixedpoint::Neg(exponent), zero);
-      return fixedpoint::Add(fixedpoint::RoundingDivideByPOT(scaled, right_shift),
-                             fixedpoint::Dup<Raw>(instruction.offset));
+  // `along_cols`: the line is a result row (it runs along the columns).
+  static LineParameter For(const ChannelParameter& parameter, int row, int col, bool along_cols) {
+    using Raw = typename Isa::Raw;
+    if (parameter.per_channel == nullptr) {
+      return {fixedpoint::Dup<Raw>(parameter.value), parameter.value, nullptr, false};
     }
-    case OutputOpcode::kSaturatingShiftLeft:
-      return fixedpoint::SaturatingRoundingMultiplyByPOT(v, instruction.limit);
-    case OutputOpcode::kRoundingShiftRight:
-      return fixedpoint::RoundingDivideByPOT(v, instruction.limit);
-    case OutputOpcode::kClamp:
-      return Isa::Min(Isa::Max(v, fixedpoint::Dup<Raw>(instruction.offset)),
-                      fixedpoint::Dup<Raw>(instruction.limit));
-    case OutputOpcode::kTruncateToUint8:
-      return fixedpoint::BitAnd(v, fixedpoint::Dup<Raw>(0xff));
+    const bool per_row = parameter.axis == ChannelAxis::kRow;
+    if (per_row == along_cols) {
+      // Per-channel right shifts are stored negated, as shifts in [0, 31].
+      const std::int32_t stored = parameter.per_channel[per_row ? row : col];
+      const std::int32_t value = parameter.negated ? -stored : stored;
+      return {fixedpoint::Dup<Raw>(value), value, nullptr, false};
+    }
+    return {fixedpoint::Dup<Raw>(0), 0, parameter.per_channel + (per_row ? row : col),
+            parameter.negated};
   }
-  return v;
-}
+
+  typename Isa::Raw Lanes(int entry, int count) const {
+    if (along == nullptr) return broadcast;
+    const typename Isa::Raw values = LoadPartial<Isa>(along + entry, count);
+    return negated ? fixedpoint::Neg(values) : values;
+  }
+};
+
+// An instruction with its parameters resolved for the current line. Only instructions with a
+// per-channel parameter change from line to line.
+template <typename Isa>
+struct LineInstruction {
+  using Raw = typename Isa::Raw;
+  const OutputInstruction* instruction;
+  bool per_line;
+  LineParameter<Isa> first;
+  LineParameter<Isa> second;
+  Raw offset;
+  Raw limit;
+
+  static LineInstruction For(const OutputInstruction& instruction) {
+    return {&instruction,
+            instruction.first.per_channel != nullptr || instruction.second.per_channel != nullptr,
+            LineParameter<Isa>::For(instruction.first, 0, 0, true),
+            LineParameter<Isa>::For(instruction.second, 0, 0, true),
+            fixedpoint::Dup<Raw>(instruction.offset),
+            fixedpoint::Dup<Raw>(instruction.limit)};
+  }
+
+  void ForLine(int row, int col, bool along_cols) {
+    if (!per_line) return;
+    first = LineParameter<Isa>::For(instruction->first, row, col, along_cols);
+    second = LineParameter<Isa>::For(instruction->second, row, col, along_cols);
+  }
+
+  // What the stage's scalar Eval computes (internal/output_program.h), with the same fixedpoint
+  // functions on the ISA's raw type, for the `count` entries from `entry` of the line.
+  Raw Run(Raw v, int entry, int count) const {
+    switch (instruction->opcode) {
+      case OutputOpcode::kAdd:
+        return fixedpoint::Add(v, first.Lanes(entry, count));
+      case OutputOpcode::kScaleByFixedPoint: {
+        const Raw multiplier = first.Lanes(entry, count);
+        if (second.along == nullptr) {
+          // One exponent for the line: shifts by a scalar amount, cheaper than per lane.
+          const std::int32_t exponent = second.value;
+          const Raw scaled = fixedpoint::SaturatingRoundingDoublingHighMul(
+              fixedpoint::ShiftLeft(v, exponent > 0 ? exponent : 0), multiplier);
+          return fixedpoint::Add(
+              fixedpoint::RoundingDivideByPOT(scaled, exponent < 0 ? -exponent : 0), offset);
+        }
+        const Raw exponent = second.Lanes(entry, count);
+        const Raw zero = fixedpoint::Dup<Raw>(0);
+        const Raw scaled = fixedpoint::SaturatingRoundingDoublingHighMul(
+            fixedpoint::ShiftLeft(v, Isa::Max(exponent, zero)), multiplier);
+        return fixedpoint::Add(
+            fixedpoint::RoundingDivideByPOT(scaled, Isa::Max(fixedpoint::Neg(exponent), zero)),
+            offset);
+      }
+      case OutputOpcode::kSaturatingShiftLeft:
+        return fixedpoint::SaturatingRoundingMultiplyByPOT(v, instruction->limit);
+      case OutputOpcode::kRoundingShiftRight:
+        return fixedpoint::RoundingDivideByPOT(v, instruction->limit);
+      case OutputOpcode::kClamp:
+        return Isa::Min(Isa::Max(v, offset), limit);
+      case OutputOpcode::kTruncateToUint8:
+        return fixedpoint::BitAnd(v, fixedpoint::Dup<Raw>(0xff));
+    }
+    return v;
+  }
+};
 
 // Stores `count` lanes as `size`-byte elements. The pipeline's last stage left every lane in
 // the result type's range, so keeping the low bytes is exact.
@@ -102,38 +146,120 @@ void StorePartial(typename Isa::Raw v, int size, int count, char* out) {
 }
 
 template <typename Isa>
-void WriteOutput(const OutputProgram& program, const AccumulatorBlock& block,
-                 const MatrixView& result) {
-  const bool row_major = result.order == Order::kRowMajor;
-  const int lines = row_major ? block.rows : block.cols;
-  const int length = row_major ? block.cols : block.rows;
-  const std::ptrdiff_t line_step = row_major ? block.row_stride : block.col_stride;
-  const std::ptrdiff_t entry_step = row_major ? block.col_stride : block.row_stride;
-  const int size = ElementSize(result.type);
-  std::int32_t gathered[Isa::kLanes];
-  for (int line = 0; line < lines; ++line) {
-    const std::int32_t* acc = block.data + line * line_step;
-    const int row = block.row_start + (row_major ? line : 0);
-    const int col = block.col_start + (row_major ? 0 : line);
-    // The view is of the caller's writable result map.
-    char* out = static_cast<char*>(const_cast<void*>(result.data)) +
-                (row_major ? static_cast<std::ptrdiff_t>(row) * result.stride + col
-                           : row + static_cast<std::ptrdiff_t>(col) * result.stride) *
-                    size;
-    for (int i = 0; i < length; i += Isa::kLanes) {
-      const int count = length - i < Isa::kLanes ? length - i : Isa::kLanes;
-      const Lanes lanes{row + (row_major ? 0 : i), col + (row_major ? i : 0), count, row_major};
-      typename Isa::Raw v;
-      if (entry_step == 1) {
-        v = LoadPartial<Isa>(acc + i, count);
-      } else {
-        for (int lane = 0; lane < count; ++lane) gathered[lane] = acc[(i + lane) * entry_step];
-        v = LoadPartial<Isa>(gathered, count);
-      }
-      for (int k = 0; k < program.count; ++k) v = Run<Isa>(program.instructions[k], v, lanes);
-      StorePartial<Isa>(v, size, count, out + static_cast<std::ptrdiff_t>(i) * size);
+class Writer {
+ public:
+  using Raw = typename Isa::Raw;
+
+  Writer(const OutputProgram& program, const AccumulatorBlock& block, const MatrixView& result)
+      : block_(block),
+        result_(result),
+        row_major_(result.order == Order::kRowMajor),
+        size_(ElementSize(result.type)),
+        count_(program.count) {
+    for (int k = 0; k < count_; ++k) {
+      instructions_[k] = LineInstruction<Isa>::For(program.instructions[k]);
     }
   }
+
+  void Write() {
+    const int lines = row_major_ ? block_.rows : block_.cols;
+    const int length = row_major_ ? block_.cols : block_.rows;
+    const std::ptrdiff_t line_step = row_major_ ? block_.row_stride : block_.col_stride;
+    const std::ptrdiff_t entry_step = row_major_ ? block_.col_stride : block_.row_stride;
+    int line = 0;
+    if (entry_step != 1 && line_step == 1) {
+      // The accumulators run across the result's lines: kLanes lines at a time, loaded as
+      // kLanes vectors across them and transposed in registers into vectors along them.
+      const int whole_length = length / Isa::kLanes * Isa::kLanes;
+      for (; line + Isa::kLanes <= lines; line += Isa::kLanes) {
+        for (int entry = 0; entry < whole_length; entry += Isa::kLanes) {
+          Raw vectors[Isa::kLanes];
+          for (int i = 0; i < Isa::kLanes; ++i) {
+            vectors[i] = Isa::Load(block_.data + (entry + i) * entry_step + line);
+          }
+          Isa::Transpose(vectors);
+          for (int i = 0; i < Isa::kLanes; ++i) {
+            StartLine(line + i);
+            Finish(vectors[i], entry, Isa::kLanes);
+          }
+        }
+        for (int i = 0; i < Isa::kLanes && whole_length < length; ++i) {
+          WriteLine(line + i, whole_length, length, line_step, entry_step);
+        }
+      }
+    }
+    for (; line < lines; ++line) WriteLine(line, 0, length, line_step, entry_step);
+  }
+
+ private:
+  // Entries [first, end) of line `line`: kBatch vectors of lanes at a time, whose programs
+  // run side by side (one vector's program is a single chain of dependent operations).
+  void WriteLine(int line, int first, int end, std::ptrdiff_t line_step,
+                 std::ptrdiff_t entry_step) {
+    constexpr int kBatch = 4;
+    StartLine(line);
+    const std::int32_t* acc = block_.data + line * line_step;
+    int entry = first;
+    if (entry_step == 1) {
+      for (; entry + kBatch * Isa::kLanes <= end; entry += kBatch * Isa::kLanes) {
+        Raw vectors[kBatch];
+        for (int j = 0; j < kBatch; ++j) vectors[j] = Isa::Load(acc + entry + j * Isa::kLanes);
+        for (int k = 0; k < count_; ++k) {
+          for (int j = 0; j < kBatch; ++j) {
+            vectors[j] = instructions_[k].Run(vectors[j], entry + j * Isa::kLanes, Isa::kLanes);
+          }
+        }
+        for (int j = 0; j < kBatch; ++j) {
+          Isa::Store(vectors[j], size_, out_ + (entry + j * Isa::kLanes) * size_);
+        }
+      }
+    }
+    std::int32_t gathered[Isa::kLanes];
+    for (; entry < end; entry += Isa::kLanes) {
+      const int count = end - entry < Isa::kLanes ? end - entry : Isa::kLanes;
+      Raw v;
+      if (entry_step == 1) {
+        v = LoadPartial<Isa>(acc + entry, count);
+      } else {
+        for (int lane = 0; lane < count; ++lane) gathered[lane] = acc[(entry + lane) * entry_step];
+        v = LoadPartial<Isa>(gathered, count);
+      }
+      Finish(v, entry, count);
+    }
+  }
+
+  void StartLine(int line) {
+    row_ = block_.row_start + (row_major_ ? line : 0);
+    col_ = block_.col_start + (row_major_ ? 0 : line);
+    for (int k = 0; k < count_; ++k) instructions_[k].ForLine(row_, col_, row_major_);
+    // The view is of the caller's writable result map.
+    out_ = static_cast<char*>(const_cast<void*>(result_.data)) +
+           (row_major_ ? static_cast<std::ptrdiff_t>(row_) * result_.stride + col_
+                       : row_ + static_cast<std::ptrdiff_t>(col_) * result_.stride) *
+               size_;
+  }
+
+  // Runs the program on `count` entries from `entry` of the current line and stores them.
+  void Finish(Raw v, int entry, int count) {
+    for (int k = 0; k < count_; ++k) v = instructions_[k].Run(v, entry, count);
+    StorePartial<Isa>(v, size_, count, out_ + static_cast<std::ptrdiff_t>(entry) * size_);
+  }
+
+  const AccumulatorBlock& block_;
+  const MatrixView& result_;
+  const bool row_major_;
+  const int size_;
+  const int count_;
+  LineInstruction<Isa> instructions_[OutputProgram::kMaxInstructions];
+  int row_ = 0;
+  int col_ = 0;
+  char* out_ = nullptr;
+};
+
+template <typename Isa>
+void WriteOutput(const OutputProgram& program, const AccumulatorBlock& block,
+                 const MatrixView& result) {
+  Writer<Isa>(program, block, result).Write();
 }
 
 }  // namespace output_writer
