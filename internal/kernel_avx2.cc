@@ -96,12 +96,14 @@ __attribute__((noinline)) void MicroKernelRows(const std::int16_t* lhs, const Rh
   }
   const RowSums zero{_mm256_setzero_si256(), _mm256_setzero_si256()};
   RowSums row0 = zero, row1 = zero, row2 = zero, row3 = zero, row4 = zero, row5 = zero;
+#pragma GCC unroll 2
   for (int d = 0; d < padded_depth; d += 2) {
     // The lhs panel streams from L2: ask for it 8 groups (192 bytes) ahead.
     _mm_prefetch(reinterpret_cast<const char*>(lhs + 8 * 2 * kRows), _MM_HINT_T0);
-    // Prepacked int8 weights stream from memory (the int16 rhs sits in L1): 8 groups ahead.
+    // Prepacked int8 weights stream from L3 or memory (the int16 rhs sits in L1): 2 KiB ahead
+    // hides the latency (a matrix-vector product measured 56 GOPS at 256 bytes, 66 from 2 KiB).
     if (sizeof(RhsElement) == 1) {
-      _mm_prefetch(reinterpret_cast<const char*>(rhs + 8 * 2 * kCols), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(rhs + 64 * 2 * kCols), _MM_HINT_T0);
     }
     const __m256i rhs0 = LoadRhsPairs(rhs);
     const __m256i rhs1 = LoadRhsPairs(rhs + 16);

@@ -96,39 +96,58 @@ struct LineInstruction {
   }
 
   // What the stage's scalar Eval computes (internal/output_program.h), with the same fixedpoint
-  // functions on the ISA's raw type, for the `count` entries from `entry` of the line.
-  Raw Run(Raw v, int entry, int count) const {
+  // functions on the ISA's raw type: on kBatch vectors of lanes, entries from `entry` of the
+  // line, all full but the last, which holds `count` entries. One dispatch per batch.
+  template <int kBatch>
+  void Run(Raw (&v)[kBatch], int entry, int count) const {
+    const auto lanes = [&](const LineParameter<Isa>& parameter, int j) {
+      return parameter.Lanes(entry + j * Isa::kLanes, j + 1 < kBatch ? Isa::kLanes : count);
+    };
     switch (instruction->opcode) {
       case OutputOpcode::kAdd:
-        return fixedpoint::Add(v, first.Lanes(entry, count));
-      case OutputOpcode::kScaleByFixedPoint: {
-        const Raw multiplier = first.Lanes(entry, count);
+        for (int j = 0; j < kBatch; ++j) v[j] = fixedpoint::Add(v[j], lanes(first, j));
+        return;
+      case OutputOpcode::kScaleByFixedPoint:
         if (second.along == nullptr) {
           // One exponent for the line: shifts by a scalar amount, cheaper than per lane.
           const std::int32_t exponent = second.value;
-          const Raw scaled = fixedpoint::SaturatingRoundingDoublingHighMul(
-              fixedpoint::ShiftLeft(v, exponent > 0 ? exponent : 0), multiplier);
-          return fixedpoint::Add(
-              fixedpoint::RoundingDivideByPOT(scaled, exponent < 0 ? -exponent : 0), offset);
+          const int left = exponent > 0 ? exponent : 0, right = exponent < 0 ? -exponent : 0;
+          for (int j = 0; j < kBatch; ++j) {
+            const Raw scaled = fixedpoint::SaturatingRoundingDoublingHighMul(
+                fixedpoint::ShiftLeft(v[j], left), lanes(first, j));
+            v[j] = fixedpoint::Add(fixedpoint::RoundingDivideByPOT(scaled, right), offset);
+          }
+          return;
         }
-        const Raw exponent = second.Lanes(entry, count);
-        const Raw zero = fixedpoint::Dup<Raw>(0);
-        const Raw scaled = fixedpoint::SaturatingRoundingDoublingHighMul(
-            fixedpoint::ShiftLeft(v, Isa::Max(exponent, zero)), multiplier);
-        return fixedpoint::Add(
-            fixedpoint::RoundingDivideByPOT(scaled, Isa::Max(fixedpoint::Neg(exponent), zero)),
-            offset);
-      }
+        for (int j = 0; j < kBatch; ++j) {
+          const Raw exponent = lanes(second, j);
+          const Raw zero = fixedpoint::Dup<Raw>(0);
+          const Raw scaled = fixedpoint::SaturatingRoundingDoublingHighMul(
+              fixedpoint::ShiftLeft(v[j], Isa::Max(exponent, zero)), lanes(first, j));
+          v[j] = fixedpoint::Add(
+              fixedpoint::RoundingDivideByPOT(scaled, Isa::Max(fixedpoint::Neg(exponent), zero)),
+              offset);
+        }
+        return;
       case OutputOpcode::kSaturatingShiftLeft:
-        return fixedpoint::SaturatingRoundingMultiplyByPOT(v, instruction->limit);
+        for (int j = 0; j < kBatch; ++j) {
+          v[j] = fixedpoint::SaturatingRoundingMultiplyByPOT(v[j], instruction->limit);
+        }
+        return;
       case OutputOpcode::kRoundingShiftRight:
-        return fixedpoint::RoundingDivideByPOT(v, instruction->limit);
+        for (int j = 0; j < kBatch; ++j) {
+          v[j] = fixedpoint::RoundingDivideByPOT(v[j], instruction->limit);
+        }
+        return;
       case OutputOpcode::kClamp:
-        return Isa::Min(Isa::Max(v, offset), limit);
+        for (int j = 0; j < kBatch; ++j) v[j] = Isa::Min(Isa::Max(v[j], offset), limit);
+        return;
       case OutputOpcode::kTruncateToUint8:
-        return fixedpoint::BitAnd(v, fixedpoint::Dup<Raw>(0xff));
+        for (int j = 0; j < kBatch; ++j) {
+          v[j] = fixedpoint::BitAnd(v[j], fixedpoint::Dup<Raw>(0xff));
+        }
+        return;
     }
-    return v;
   }
 };
 
@@ -204,11 +223,7 @@ class Writer {
       for (; entry + kBatch * Isa::kLanes <= end; entry += kBatch * Isa::kLanes) {
         Raw vectors[kBatch];
         for (int j = 0; j < kBatch; ++j) vectors[j] = Isa::Load(acc + entry + j * Isa::kLanes);
-        for (int k = 0; k < count_; ++k) {
-          for (int j = 0; j < kBatch; ++j) {
-            vectors[j] = instructions_[k].Run(vectors[j], entry + j * Isa::kLanes, Isa::kLanes);
-          }
-        }
+        for (int k = 0; k < count_; ++k) instructions_[k].Run(vectors, entry, Isa::kLanes);
         for (int j = 0; j < kBatch; ++j) {
           Isa::Store(vectors[j], size_, out_ + (entry + j * Isa::kLanes) * size_);
         }
@@ -241,8 +256,9 @@ class Writer {
 
   // Runs the program on `count` entries from `entry` of the current line and stores them.
   void Finish(Raw v, int entry, int count) {
-    for (int k = 0; k < count_; ++k) v = instructions_[k].Run(v, entry, count);
-    StorePartial<Isa>(v, size_, count, out_ + static_cast<std::ptrdiff_t>(entry) * size_);
+    Raw vectors[1] = {v};
+    for (int k = 0; k < count_; ++k) instructions_[k].Run(vectors, entry, count);
+    StorePartial<Isa>(vectors[0], size_, count, out_ + static_cast<std::ptrdiff_t>(entry) * size_);
   }
 
   const AccumulatorBlock& block_;
