@@ -95,6 +95,7 @@ struct SharedScratch {
 
 struct WorkerScratch {
   char* packed_lhs;
+  // The packed rows' sums, then (MakeRowTerms) their offset row terms.
   std::int32_t* row_sums;
   std::int32_t* acc;
   char* rhs_block;
@@ -209,17 +210,24 @@ struct GemmTask {
         }
       }
       const int result_col = chunk_start + block_start;
-      AddOffsetTerms(shared.lhs_offsets + row_start, scratch.row_sums, rows,
-                     shared.rhs_offsets + result_col, shared.rhs_col_sums + block_start, block_cols,
-                     depth, scratch.acc, acc_stride);
+      const std::int32_t* lhs_offsets = shared.lhs_offsets + row_start;
+      const std::int32_t* rhs_offsets = shared.rhs_offsets + result_col;
+      const std::int32_t* col_sums = shared.rhs_col_sums + block_start;
       const AccumulatorBlock block =
           transposed ? AccumulatorBlock{result_col,  row_start, block_cols, rows,
                                         scratch.acc, 1,         acc_stride}
                      : AccumulatorBlock{row_start,   result_col, rows, block_cols,
                                         scratch.acc, acc_stride, 1};
       if (output_writer != nullptr) {
-        output_writer(*target.program, block, target.result);
+        // a[r] * col_sums[c] + row_terms[r] * b[c], with task rows r along the result's columns
+        // when transposed.
+        const OffsetTerms terms =
+            transposed ? OffsetTerms{col_sums, lhs_offsets, rhs_offsets, scratch.row_sums}
+                       : OffsetTerms{lhs_offsets, col_sums, scratch.row_sums, rhs_offsets};
+        output_writer(*target.program, block, terms, target.result);
       } else {
+        AddOffsetTerms(lhs_offsets, scratch.row_sums, rows, rhs_offsets, col_sums, block_cols,
+                       scratch.acc, acc_stride);
         target.consumer(target.closure, block);
       }
     }
@@ -242,6 +250,7 @@ struct GemmTask {
     const int rows = row_end - row_start;
     std::memset(scratch.row_sums, 0, sizeof(std::int32_t) * rows);
     kernel.pack_lhs(lhs, row_start, rows, 0, lhs.cols, scratch.packed_lhs, scratch.row_sums);
+    MakeRowTerms(shared.lhs_offsets + row_start, lhs.cols, rows, scratch.row_sums);
     RunBlocks(scratch, row_start, rows, col_start, col_end - col_start);
   }
 

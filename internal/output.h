@@ -5,26 +5,28 @@
 
 #include "internal/driver.h"
 #include "internal/output_program.h"
+#include "internal/unpack.h"
 #include "public/context.h"
 
 namespace lowbit {
 namespace internal {
 
+// `block` holds raw sums still owed `terms` (internal/unpack.h), which the writer adds first.
 using OutputWriter = void (*)(const OutputProgram& program, const AccumulatorBlock& block,
-                              const MatrixView& result);
+                              const OffsetTerms& terms, const MatrixView& result);
 
 // The writer of the kernel's ISA, or null where there is none (the scalar pipeline runs).
 OutputWriter OutputWriterFor(Kernel kernel);
 
 #if defined(__x86_64__)
 void WriteOutputSse41(const OutputProgram& program, const AccumulatorBlock& block,
-                      const MatrixView& result);
+                      const OffsetTerms& terms, const MatrixView& result);
 void WriteOutputAvx2(const OutputProgram& program, const AccumulatorBlock& block,
-                     const MatrixView& result);
+                     const OffsetTerms& terms, const MatrixView& result);
 #endif
 #if defined(__aarch64__)
 void WriteOutputNeon(const OutputProgram& program, const AccumulatorBlock& block,
-                     const MatrixView& result);
+                     const OffsetTerms& terms, const MatrixView& result);
 #endif
 
 }  // namespace internal

@@ -67,8 +67,8 @@ struct Avx2 {
 }  // namespace
 
 void WriteOutputAvx2(const OutputProgram& program, const AccumulatorBlock& block,
-                     const MatrixView& result) {
-  output_writer::WriteOutput<Avx2>(program, block, result);
+                     const OffsetTerms& terms, const MatrixView& result) {
+  output_writer::WriteOutput<Avx2>(program, block, terms, result);
 }
 
 }  // namespace internal

@@ -49,8 +49,8 @@ struct Neon {
 }  // namespace
 
 void WriteOutputNeon(const OutputProgram& program, const AccumulatorBlock& block,
-                     const MatrixView& result) {
-  output_writer::WriteOutput<Neon>(program, block, result);
+                     const OffsetTerms& terms, const MatrixView& result) {
+  output_writer::WriteOutput<Neon>(program, block, terms, result);
 }
 
 }  // namespace internal

@@ -55,8 +55,8 @@ struct Sse41 {
 }  // namespace
 
 void WriteOutputSse41(const OutputProgram& program, const AccumulatorBlock& block,
-                      const MatrixView& result) {
-  output_writer::WriteOutput<Sse41>(program, block, result);
+                      const OffsetTerms& terms, const MatrixView& result) {
+  output_writer::WriteOutput<Sse41>(program, block, terms, result);
 }
 
 }  // namespace internal

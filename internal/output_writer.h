@@ -1,6 +1,6 @@
-// The vectorized output writer, written once over an ISA: walks a block of accumulators a
-// register of lanes at a time, runs the OutputProgram on the fixedpoint back end of that ISA and
-// stores the lanes narrowed to the result type. Included only by the per-ISA files
+// The vectorized output writer, written once over an ISA: walks a block of raw sums a register
+// of lanes at a time, adds their offset terms, runs the OutputProgram on the fixedpoint back end of
+// that ISA and stores the lanes narrowed to the result type. Included only by the per-ISA files
 // (internal/output_{sse41,avx2,neon}.cc), each compiled for its ISA, so that every function here
 // is instantiated for one ISA's types only.
 #ifndef LOWBIT_INTERNAL_OUTPUT_WRITER_H_
@@ -151,6 +151,34 @@ struct LineInstruction {
   }
 };
 
+// The offset terms (internal/unpack.h) of the current line: the line's own values broadcast,
+// the other side's loaded along the line.
+template <typename Isa>
+struct LineTerms {
+  using Raw = typename Isa::Raw;
+  Raw first;
+  Raw second;
+  const std::int32_t* first_along;
+  const std::int32_t* second_along;
+
+  // `along_cols`: the line is a result row; `line` and `offset` count from the block's first row
+  // and column.
+  static LineTerms For(const OffsetTerms& terms, int line, bool along_cols) {
+    const std::int32_t* line_first = along_cols ? terms.row_first : terms.col_first;
+    const std::int32_t* line_second = along_cols ? terms.row_second : terms.col_second;
+    return {fixedpoint::Dup<Raw>(line_first[line]), fixedpoint::Dup<Raw>(line_second[line]),
+            along_cols ? terms.col_first : terms.row_first,
+            along_cols ? terms.col_second : terms.row_second};
+  }
+
+  Raw AddTo(Raw v, int entry, int count) const {
+    const Raw products =
+        fixedpoint::Add(fixedpoint::Mul(first, LoadPartial<Isa>(first_along + entry, count)),
+                        fixedpoint::Mul(second, LoadPartial<Isa>(second_along + entry, count)));
+    return fixedpoint::Add(v, products);
+  }
+};
+
 // Stores `count` lanes as `size`-byte elements. The pipeline's last stage left every lane in
 // the result type's range, so keeping the low bytes is exact.
 template <typename Isa>
@@ -169,8 +197,10 @@ class Writer {
  public:
   using Raw = typename Isa::Raw;
 
-  Writer(const OutputProgram& program, const AccumulatorBlock& block, const MatrixView& result)
+  Writer(const OutputProgram& program, const AccumulatorBlock& block, const OffsetTerms& terms,
+         const MatrixView& result)
       : block_(block),
+        terms_(terms),
         result_(result),
         row_major_(result.order == Order::kRowMajor),
         size_(ElementSize(result.type)),
@@ -199,7 +229,7 @@ class Writer {
           Isa::Transpose(vectors);
           for (int i = 0; i < Isa::kLanes; ++i) {
             StartLine(line + i);
-            Finish(vectors[i], entry, Isa::kLanes);
+            Finish(line_terms_.AddTo(vectors[i], entry, Isa::kLanes), entry, Isa::kLanes);
           }
         }
         for (int i = 0; i < Isa::kLanes && whole_length < length; ++i) {
@@ -222,7 +252,10 @@ class Writer {
     if (entry_step == 1) {
       for (; entry + kBatch * Isa::kLanes <= end; entry += kBatch * Isa::kLanes) {
         Raw vectors[kBatch];
-        for (int j = 0; j < kBatch; ++j) vectors[j] = Isa::Load(acc + entry + j * Isa::kLanes);
+        for (int j = 0; j < kBatch; ++j) {
+          const int first_entry = entry + j * Isa::kLanes;
+          vectors[j] = line_terms_.AddTo(Isa::Load(acc + first_entry), first_entry, Isa::kLanes);
+        }
         for (int k = 0; k < count_; ++k) instructions_[k].Run(vectors, entry, Isa::kLanes);
         for (int j = 0; j < kBatch; ++j) {
           Isa::Store(vectors[j], size_, out_ + (entry + j * Isa::kLanes) * size_);
@@ -239,11 +272,12 @@ class Writer {
         for (int lane = 0; lane < count; ++lane) gathered[lane] = acc[(entry + lane) * entry_step];
         v = LoadPartial<Isa>(gathered, count);
       }
-      Finish(v, entry, count);
+      Finish(line_terms_.AddTo(v, entry, count), entry, count);
     }
   }
 
   void StartLine(int line) {
+    line_terms_ = LineTerms<Isa>::For(terms_, line, row_major_);
     row_ = block_.row_start + (row_major_ ? line : 0);
     col_ = block_.col_start + (row_major_ ? 0 : line);
     for (int k = 0; k < count_; ++k) instructions_[k].ForLine(row_, col_, row_major_);
@@ -262,11 +296,13 @@ class Writer {
   }
 
   const AccumulatorBlock& block_;
+  const OffsetTerms& terms_;
   const MatrixView& result_;
   const bool row_major_;
   const int size_;
   const int count_;
   LineInstruction<Isa> instructions_[OutputProgram::kMaxInstructions];
+  LineTerms<Isa> line_terms_;
   int row_ = 0;
   int col_ = 0;
   char* out_ = nullptr;
@@ -274,8 +310,8 @@ class Writer {
 
 template <typename Isa>
 void WriteOutput(const OutputProgram& program, const AccumulatorBlock& block,
-                 const MatrixView& result) {
-  Writer<Isa>(program, block, result).Write();
+                 const OffsetTerms& terms, const MatrixView& result) {
+  Writer<Isa>(program, block, terms, result).Write();
 }
 
 }  // namespace output_writer

@@ -15,12 +15,28 @@ namespace internal {
 // value - value_shift. Computed once per GEMM so that the per-entry loop reads arrays.
 void EffectiveOffsets(const Offsets& offsets, int value_shift, int count, std::int32_t* out);
 
-// acc[r][c] += a[r] * col_sums[c] + b[c] * row_sums[r] + depth * a[r] * b[c] for the block's
-// rows x cols, with a and b its effective offsets, in wrapping int32 arithmetic: the true result
-// fits int32 (the depth guard), so the wrapped intermediate sums come back to it exactly.
-void AddOffsetTerms(const std::int32_t* lhs_offsets, const std::int32_t* row_sums, int rows,
+// row_terms[r] = row_sums[r] + depth * a[r], in place, for the `rows` rows of a task: with it,
+// an entry's offset terms are a[r] * col_sums[c] + b[c] * row_terms[r] (a, b the effective
+// offsets), two products.
+void MakeRowTerms(const std::int32_t* lhs_offsets, int depth, int rows, std::int32_t* row_sums);
+
+// The offset terms of a block of raw sums, in the block's result coordinates: entry (i, j) is
+// owed row_first[i] * col_first[j] + row_second[i] * col_second[j], indices counted from the
+// block's first row and column, in wrapping int32 arithmetic: the true result fits int32 (the
+// depth guard), so the wrapped intermediate sums come back to it exactly. The vectorized
+// output writers add them as they load the block; otherwise AddOffsetTerms does.
+struct OffsetTerms {
+  const std::int32_t* row_first;
+  const std::int32_t* col_first;
+  const std::int32_t* row_second;
+  const std::int32_t* col_second;
+};
+
+// acc[r][c] += a[r] * col_sums[c] + b[c] * row_terms[r] for the rows x cols of a task's block
+// (row-major, acc_stride apart).
+void AddOffsetTerms(const std::int32_t* lhs_offsets, const std::int32_t* row_terms, int rows,
                     const std::int32_t* rhs_offsets, const std::int32_t* col_sums, int cols,
-                    int depth, std::int32_t* acc, int acc_stride);
+                    std::int32_t* acc, int acc_stride);
 
 }  // namespace internal
 }  // namespace lowbit

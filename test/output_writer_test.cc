@@ -33,7 +33,8 @@ std::vector<std::int32_t> EdgeValues() {
 }
 
 // Runs `pipeline` over a rows x cols block of edge values through `writer` and through the
-// scalar Eval, in every layout, and compares.
+// scalar Eval, in every layout, and compares; once on the edge values as final accumulators, and
+// once as raw sums still owed random offset terms (which wrap), as the driver hands them over.
 template <typename Pipeline>
 void CheckWriter(internal::OutputWriter writer, const Pipeline& pipeline, int rows, int cols) {
   using Result = typename meta::PipelineOutput<Pipeline>::type;
@@ -42,26 +43,46 @@ void CheckWriter(internal::OutputWriter writer, const Pipeline& pipeline, int ro
   const std::vector<std::int32_t> values = EdgeValues();
   std::vector<std::int32_t> acc(static_cast<std::size_t>(rows) * cols);
   for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = values[(i * 7) % values.size()];
-  for (bool acc_row_major : {true, false}) {
-    for (Order order : {Order::kRowMajor, Order::kColMajor}) {
-      const int row_start = 3, col_start = 5;
-      const internal::AccumulatorBlock block{row_start,
-                                             col_start,
-                                             rows,
-                                             cols,
-                                             acc.data(),
-                                             acc_row_major ? cols : 1,
-                                             acc_row_major ? 1 : rows};
-      const int total_rows = row_start + rows, total_cols = col_start + cols;
-      std::vector<Result> out(static_cast<std::size_t>(total_rows) * total_cols);
-      MatrixMap<Result> out_map(out.data(), total_rows, total_cols, order);
-      writer(program, block, internal::ViewOf(out_map));
-      for (int r = 0; r < rows; ++r) {
-        for (int c = 0; c < cols; ++c) {
-          const std::int32_t value = acc[r * block.row_stride + c * block.col_stride];
-          ASSERT_EQ(out_map(row_start + r, col_start + c),
-                    meta::EvalPipeline(pipeline, value, row_start + r, col_start + c))
-              << "acc " << value << " at (" << r << ", " << c << ") of " << rows << "x" << cols;
+  std::mt19937 random(static_cast<std::uint32_t>(rows * 131 + cols));
+  const auto terms_for = [&](int count, bool owed) {
+    std::vector<std::int32_t> terms(count);
+    for (std::int32_t& term : terms) term = owed ? static_cast<std::int32_t>(random()) : 0;
+    return terms;
+  };
+  for (bool owed : {false, true}) {
+    const std::vector<std::int32_t> row_first = terms_for(rows, owed),
+                                    row_second = terms_for(rows, owed);
+    const std::vector<std::int32_t> col_first = terms_for(cols, owed),
+                                    col_second = terms_for(cols, owed);
+    const internal::OffsetTerms terms{row_first.data(), col_first.data(), row_second.data(),
+                                      col_second.data()};
+    for (bool acc_row_major : {true, false}) {
+      for (Order order : {Order::kRowMajor, Order::kColMajor}) {
+        const int row_start = 3, col_start = 5;
+        const internal::AccumulatorBlock block{row_start,
+                                               col_start,
+                                               rows,
+                                               cols,
+                                               acc.data(),
+                                               acc_row_major ? cols : 1,
+                                               acc_row_major ? 1 : rows};
+        const int total_rows = row_start + rows, total_cols = col_start + cols;
+        std::vector<Result> out(static_cast<std::size_t>(total_rows) * total_cols);
+        MatrixMap<Result> out_map(out.data(), total_rows, total_cols, order);
+        writer(program, block, terms, internal::ViewOf(out_map));
+        for (int r = 0; r < rows; ++r) {
+          for (int c = 0; c < cols; ++c) {
+            const auto value = static_cast<std::int32_t>(
+                static_cast<std::uint32_t>(acc[r * block.row_stride + c * block.col_stride]) +
+                static_cast<std::uint32_t>(row_first[r]) *
+                    static_cast<std::uint32_t>(col_first[c]) +
+                static_cast<std::uint32_t>(row_second[r]) *
+                    static_cast<std::uint32_t>(col_second[c]));
+            ASSERT_EQ(out_map(row_start + r, col_start + c),
+                      meta::EvalPipeline(pipeline, value, row_start + r, col_start + c))
+                << "acc " << value << " at (" << r << ", " << c << ") of " << rows << "x" << cols
+                << (owed ? " with offset terms" : "");
+          }
         }
       }
     }
