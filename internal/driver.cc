@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "internal/blocking.h"
 #include "internal/context_state.h"
@@ -126,6 +127,8 @@ struct GemmTask {
   // ThreadSanitizer cannot see that; a release/acquire pair on these makes the order explicit.
   std::atomic<int> handed_out{0};
   std::atomic<int> handed_back{0};
+  // Requantized operands: the rescale with lhs and rhs as the task sees them, or null.
+  const Rescale* rescale = nullptr;
 
   std::size_t PanelBytes(int width) const {
     return static_cast<std::size_t>(width) * padded_depth * PackedSize(kernel.format.packed_type);
@@ -206,6 +209,9 @@ struct GemmTask {
       AddOffsetTerms(shared.lhs_offsets + row_start, scratch.row_sums, rows,
                      shared.rhs_offsets + result_col, shared.rhs_col_sums + block_start, block_cols,
                      depth, scratch.acc, acc_stride);
+      if (rescale != nullptr) {
+        RescaleBlock(*rescale, row_start, rows, result_col, block_cols, scratch.acc, acc_stride);
+      }
       const AccumulatorBlock block =
           transposed ? AccumulatorBlock{result_col,  row_start, block_cols, rows,
                                         scratch.acc, 1,         acc_stride}
@@ -272,7 +278,8 @@ struct GemmTask {
 
 void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& result_rhs,
              const PackedOperand* packed_rhs, const Offsets& result_lhs_offset,
-             const Offsets& result_rhs_offset, const ResultTarget& target) {
+             const Offsets& result_rhs_offset, const ResultTarget& target,
+             const NarrowOperands* narrow) {
   // A short lhs stays on the left even for a column-major result: its few rows would fill
   // register tiles badly as rhs columns, and its few result columns are cheap to store. A
   // prepacked rhs is packed for the right-hand side and stays there.
@@ -315,6 +322,12 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
                    shared.rhs_offsets);
   GemmTask task{kernel,  lhs,    Transposed(rhs), blocking,      padded_depth, stream_rhs, layout,
                 scratch, shared, target,          output_writer, transposed,   1};
+  Rescale task_rescale;
+  if (narrow != nullptr && narrow->rescale != nullptr) {
+    task_rescale = *narrow->rescale;
+    if (transposed) std::swap(task_rescale.lhs, task_rescale.rhs);
+    task.rescale = &task_rescale;
+  }
   pthreadpool_t pool = threads > 1 ? state.ThreadPool() : nullptr;
   for (int chunk_start = 0; chunk_start < cols; chunk_start += blocking.rhs_cols) {
     task.chunk_start = chunk_start;

@@ -1,10 +1,13 @@
 // Packing an rhs once (public/prepacked.h): the whole matrix in the layout of one kernel, with
-// its column sums, exactly as the driver would pack it chunk by chunk.
+// its column sums, exactly as the driver would pack it chunk by chunk; for narrow GEMMs,
+// requantized first.
 #include "public/prepacked.h"
 
 #include <cstdlib>
 #include <new>
+#include <vector>
 
+#include "internal/bit_depth.h"
 #include "internal/kernel.h"
 #include "public/error.h"
 
@@ -30,13 +33,43 @@ PackedOperand PackRhs(Kernel kernel, const MatrixView& rhs) {
 
 }  // namespace internal
 
-PrepackedRhs::PrepackedRhs(Context* context, const internal::MatrixView& rhs) {
+PrepackedRhs::PrepackedRhs(Context* context, const internal::MatrixView& rhs,
+                           const BitDepthParams* bit_depth) {
   if (context == nullptr) throw Error("context", "must not be null");
   internal::ValidateMatrix("rhs", rhs);
+  if (bit_depth != nullptr) {
+    internal::ValidateBitDepthParams(*bit_depth);
+    if (bit_depth->mode == BitDepthMode::kDeclaredRange) {
+      internal::CheckDeclaredRange("rhs", "rhs_bits", rhs, bit_depth->rhs_bits);
+    }
+    has_bit_depth_ = true;
+    bit_depth_ = *bit_depth;
+  }
   kernel_ = context->ResolvedKernel();
-  packed_ = std::make_shared<const internal::PackedOperand>(internal::PackRhs(kernel_, rhs));
   rows_ = rhs.rows;
   cols_ = rhs.cols;
+  source_type_ = rhs.type;
+  if (bit_depth == nullptr || bit_depth->mode == BitDepthMode::kDeclaredRange) {
+    packed_ = std::make_shared<const internal::PackedOperand>(internal::PackRhs(kernel_, rhs));
+    return;
+  }
+  // The same requantization a GEMM applies to an rhs it is given: the columns are the lines.
+  const internal::MatrixView columns = internal::Transposed(rhs);
+  std::vector<std::uint8_t> requantized(static_cast<std::size_t>(rows_) * cols_);
+  std::shared_ptr<std::int32_t> col_sums(new std::int32_t[cols_ + 1](),
+                                         std::default_delete<std::int32_t[]>());
+  internal::RequantizeLines(columns, bit_depth->rhs_bits,
+                            ResolveRounding(bit_depth->rounding, rows_), bit_depth->seed,
+                            internal::Operand::kRhs, requantized.data(), col_sums.get());
+  packed_ = std::make_shared<const internal::PackedOperand>(internal::PackRhs(
+      kernel_, internal::Transposed(internal::RequantizedView(columns, requantized.data()))));
+  requantized_col_sums_ = col_sums;
+}
+
+internal::MatrixView PrepackedRhs::view() const {
+  internal::MatrixView view = internal::ViewOf(*packed_);
+  view.type = source_type_;
+  return view;
 }
 
 }  // namespace lowbit

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "internal/driver.h"
 #include "public/map.h"
 
 namespace lowbit {
@@ -21,6 +22,11 @@ void EffectiveOffsets(const Offsets& offsets, int value_shift, int count, std::i
 void AddOffsetTerms(const std::int32_t* lhs_offsets, const std::int32_t* row_sums, int rows,
                     const std::int32_t* rhs_offsets, const std::int32_t* col_sums, int cols,
                     int depth, std::int32_t* acc, int acc_stride);
+
+// Replaces each exact sum acc[r][c] of the block at (row_start, col_start) by the rescaled
+// approximation of the 8-bit result that `rescale` describes (internal/driver.h).
+void RescaleBlock(const Rescale& rescale, int row_start, int rows, int col_start, int cols,
+                  std::int32_t* acc, int acc_stride);
 
 }  // namespace internal
 }  // namespace lowbit
