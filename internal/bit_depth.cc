@@ -194,8 +194,9 @@ void RunBitDepthGemm(Context& context, const MatrixView& lhs, const MatrixView& 
   double* rhs_a = lhs_b + AlignUp(rows);
   double* rhs_b = rhs_a + AlignUp(cols);
 
-  RequantizeLines(lhs, params.lhs_bits, rounding, params.seed, Operand::kLhs, requantized_lhs,
-                  lhs_sums);
+  const Kernel kernel = context.ResolvedKernel();
+  RequantizeLines(kernel, lhs, params.lhs_bits, rounding, params.seed, Operand::kLhs,
+                  requantized_lhs, lhs_sums);
   const MatrixView requantized_lhs_view = RequantizedView(lhs, requantized_lhs);
   MatrixView requantized_rhs_view = gemm_rhs;
   const std::int32_t* col_sums = rhs_sums;
@@ -205,8 +206,8 @@ void RunBitDepthGemm(Context& context, const MatrixView& lhs, const MatrixView& 
     rhs_source_type = prepacked_rhs->view().type;
   } else {
     const MatrixView columns = Transposed(rhs);
-    RequantizeLines(columns, params.rhs_bits, rounding, params.seed, Operand::kRhs, requantized_rhs,
-                    rhs_sums);
+    RequantizeLines(kernel, columns, params.rhs_bits, rounding, params.seed, Operand::kRhs,
+                    requantized_rhs, rhs_sums);
     requantized_rhs_view = Transposed(RequantizedView(columns, requantized_rhs));
   }
 

@@ -37,8 +37,10 @@ int SequencePhase(std::uint32_t seed, Operand operand, int line, int block);
 // Requantizes `lines` (rows = lhs rows or rhs columns, cols = depth, uint8 or int8) to `bits`:
 // out(i, k) = (u * (2^bits - 1) + offset(i, k)) / 255 with u the value as uint8 (int8 + 128).
 // `out` has the same shape and order as `lines`, compact (stride = its line length), and
-// line_sums[i] receives the sum of line i's requantized values. `resolved` is not kAuto.
-void RequantizeLines(const MatrixView& lines, int bits, BitDepthRounding resolved,
+// line_sums[i] receives the sum of line i's requantized values. `resolved` is not kAuto. The
+// inner loop uses the ISA of `kernel` (resolved, and available on this CPU); the values do not
+// depend on it.
+void RequantizeLines(Kernel kernel, const MatrixView& lines, int bits, BitDepthRounding resolved,
                      std::uint32_t seed, Operand operand, std::uint8_t* out,
                      std::int32_t* line_sums);
 

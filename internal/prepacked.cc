@@ -58,7 +58,7 @@ PrepackedRhs::PrepackedRhs(Context* context, const internal::MatrixView& rhs,
   std::vector<std::uint8_t> requantized(static_cast<std::size_t>(rows_) * cols_);
   std::shared_ptr<std::int32_t> col_sums(new std::int32_t[cols_ + 1](),
                                          std::default_delete<std::int32_t[]>());
-  internal::RequantizeLines(columns, bit_depth->rhs_bits,
+  internal::RequantizeLines(kernel_, columns, bit_depth->rhs_bits,
                             ResolveRounding(bit_depth->rounding, rows_), bit_depth->seed,
                             internal::Operand::kRhs, requantized.data(), col_sums.get());
   packed_ = std::make_shared<const internal::PackedOperand>(internal::PackRhs(

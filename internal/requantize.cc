@@ -1,7 +1,10 @@
 // The requantization pass: uint8 / int8 operands to N-bit values, with each element's rounding
 // offset a pure function of (seed, operand, line, depth index), so that the result does not
-// depend on blocking, threads, ISA or prepacking. SSE2 and NEON, the baselines of x86-64 and
-// aarch64, need no flag and no dispatch; the rest is plain loops the compiler vectorizes.
+// depend on blocking, threads, ISA or prepacking. Runs along the depth use SSE2 or NEON (the
+// baselines of x86-64 and aarch64) or AVX2 with the AVX2 kernel; the rest is plain loops the
+// compiler vectorizes.
+#include "internal/requantize.h"
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -75,15 +78,7 @@ int PhaseOf(BitDepthRounding resolved, std::uint32_t seed, Operand operand, int 
   return resolved == BitDepthRounding::kNearest ? 0 : SequencePhase(seed, operand, line, block);
 }
 
-// (u * scale + offset) / 255 for u, scale <= 255 and offset <= 254: the numerator n stays below
-// 2^16, where n / 255 = (n * 0x8081) >> 23, a 16-bit high multiply and a shift.
-inline std::uint8_t Requantize(std::uint8_t value, std::uint16_t scale, std::uint8_t offset) {
-  const std::uint32_t n = static_cast<std::uint32_t>(value * scale + offset);
-  return static_cast<std::uint8_t>((n * 0x8081u) >> 23);
-}
-
-// One run of `count` consecutive depth values of a line; returns their requantized sum.
-// `flip` is 0x80 for int8 sources: v + 128 is the byte v with its top bit flipped.
+// The baseline run (internal/requantize.h).
 std::uint32_t RequantizeRun(const std::uint8_t* source, const std::uint8_t* offsets, int count,
                             std::uint16_t scale, std::uint8_t flip, std::uint8_t* out) {
   std::uint32_t sum = 0;
@@ -134,19 +129,14 @@ std::uint32_t RequantizeRun(const std::uint8_t* source, const std::uint8_t* offs
   }
   sum = vaddvq_u32(sums);
 #endif
-  for (; k < count; ++k) {
-    const std::uint8_t value =
-        Requantize(static_cast<std::uint8_t>(source[k] ^ flip), scale, offsets[k]);
-    out[k] = value;
-    sum += value;
-  }
+  RequantizeTail(source, offsets, k, count, scale, flip, out, &sum);
   return sum;
 }
 
 // Lines stored contiguously along the depth (a row-major lhs, a column-major rhs).
-void RequantizeAlongDepth(const MatrixView& lines, std::uint16_t scale, std::uint8_t flip,
-                          BitDepthRounding resolved, std::uint32_t seed, Operand operand,
-                          std::uint8_t* out, std::int32_t* line_sums) {
+void RequantizeAlongDepth(RequantizeRunFunction run, const MatrixView& lines, std::uint16_t scale,
+                          std::uint8_t flip, BitDepthRounding resolved, std::uint32_t seed,
+                          Operand operand, std::uint8_t* out, std::int32_t* line_sums) {
   const OffsetTable& table = OffsetTableFor(resolved);
   const int depth = lines.cols;
   for (int line = 0; line < lines.rows; ++line) {
@@ -156,8 +146,8 @@ void RequantizeAlongDepth(const MatrixView& lines, std::uint16_t scale, std::uin
     std::uint32_t sum = 0;
     for (int start = 0, block = 0; start < depth; start += kSequencePeriod, ++block) {
       const std::uint8_t* offsets = table.data() + PhaseOf(resolved, seed, operand, line, block);
-      sum += RequantizeRun(source + start, offsets, std::min(kSequencePeriod, depth - start), scale,
-                           flip, line_out + start);
+      sum += run(source + start, offsets, std::min(kSequencePeriod, depth - start), scale, flip,
+                 line_out + start);
     }
     line_sums[line] = static_cast<std::int32_t>(sum);
   }
@@ -185,13 +175,22 @@ void RequantizeAcrossLines(const MatrixView& lines, std::uint16_t scale, std::ui
     std::uint8_t* run_out = out + static_cast<std::ptrdiff_t>(k) * count;
     for (int line = 0; line < count; ++line) {
       const std::uint8_t value =
-          Requantize(static_cast<std::uint8_t>(source[line] ^ flip), scale, offsets[line]);
+          RequantizeValue(static_cast<std::uint8_t>(source[line] ^ flip), scale, offsets[line]);
       run_out[line] = value;
       sums[line] += value;
       offsets[line] = next(offsets[line]);
     }
   }
   for (int line = 0; line < count; ++line) line_sums[line] = static_cast<std::int32_t>(sums[line]);
+}
+
+// The run of the kernel's ISA: the context asked for it, and cpuinfo said the CPU has it.
+RequantizeRunFunction RunFor(Kernel kernel) {
+#if defined(__x86_64__)
+  if (kernel == Kernel::kAvx2) return &RequantizeRunAvx2;
+#endif
+  static_cast<void>(kernel);
+  return &RequantizeRun;
 }
 
 }  // namespace
@@ -238,14 +237,15 @@ int SequencePhase(std::uint32_t seed, Operand operand, int line, int block) {
   return static_cast<int>(mix(line_hash + static_cast<std::uint32_t>(block)) % kSequencePeriod);
 }
 
-void RequantizeLines(const MatrixView& lines, int bits, BitDepthRounding resolved,
+void RequantizeLines(Kernel kernel, const MatrixView& lines, int bits, BitDepthRounding resolved,
                      std::uint32_t seed, Operand operand, std::uint8_t* out,
                      std::int32_t* line_sums) {
   const auto scale = static_cast<std::uint16_t>((1 << bits) - 1);
   const std::uint8_t flip = lines.type == ElementType::kInt8 ? 0x80 : 0;
   if (lines.rows == 0) return;
   if (lines.order == Order::kRowMajor) {
-    RequantizeAlongDepth(lines, scale, flip, resolved, seed, operand, out, line_sums);
+    RequantizeAlongDepth(RunFor(kernel), lines, scale, flip, resolved, seed, operand, out,
+                         line_sums);
   } else if (resolved == BitDepthRounding::kAddMod97) {
     RequantizeAcrossLines<AddMod97Next>(lines, scale, flip, resolved, seed, operand, out,
                                         line_sums);

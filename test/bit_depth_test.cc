@@ -177,10 +177,10 @@ TEST(SequenceTest, PhasesDifferBetweenOperandsLinesBlocksAndSeeds) {
   EXPECT_LT(equal_between_blocks, 25);
 }
 
-// RequantizeLines over lines stored along and across the depth, for every bit depth, strategy
-// and source type, against ScalarRequantized.
+// RequantizeLines over lines stored along and across the depth, for every bit depth, strategy,
+// source type and kernel ISA, against ScalarRequantized.
 template <typename Scalar>
-void CheckRequantizeLines(Order order) {
+void CheckRequantizeLines(Kernel kernel, Order order) {
   std::mt19937 random(static_cast<std::uint32_t>(order == Order::kRowMajor) + 3);
   for (int bits = 1; bits <= 8; ++bits) {
     for (BitDepthRounding rounding : kStrategies) {
@@ -191,8 +191,8 @@ void CheckRequantizeLines(Order order) {
         std::vector<std::uint8_t> out(static_cast<std::size_t>(lines) * depth);
         std::vector<std::int32_t> sums(lines);
         const std::uint32_t seed = 1000 + bits;
-        internal::RequantizeLines(internal::ViewOf(source.const_map()), bits, rounding, seed,
-                                  operand, out.data(), sums.data());
+        internal::RequantizeLines(kernel, internal::ViewOf(source.const_map()), bits, rounding,
+                                  seed, operand, out.data(), sums.data());
         const MatrixMap<const std::uint8_t> requantized(out.data(), lines, depth, order);
         for (int line = 0; line < lines; ++line) {
           std::int64_t sum = 0;
@@ -200,8 +200,8 @@ void CheckRequantizeLines(Order order) {
             const std::int64_t expected =
                 ScalarRequantized(source.map(line, k), bits, rounding, seed, operand, line, k);
             ASSERT_EQ(requantized(line, k), expected)
-                << bits << " bits, " << BitDepthRoundingName(rounding) << ", line " << line
-                << ", k " << k;
+                << KernelName(kernel) << ", " << bits << " bits, " << BitDepthRoundingName(rounding)
+                << ", line " << line << ", k " << k;
             sum += expected;
           }
           ASSERT_EQ(sums[line], sum) << "line " << line;
@@ -212,9 +212,11 @@ void CheckRequantizeLines(Order order) {
 }
 
 TEST(RequantizeTest, EveryBitDepthAndStrategyMatchesTheScalarFormula) {
-  for (Order order : {Order::kRowMajor, Order::kColMajor}) {
-    CheckRequantizeLines<std::uint8_t>(order);
-    CheckRequantizeLines<std::int8_t>(order);
+  for (Kernel kernel : AvailableKernels()) {
+    for (Order order : {Order::kRowMajor, Order::kColMajor}) {
+      CheckRequantizeLines<std::uint8_t>(kernel, order);
+      CheckRequantizeLines<std::int8_t>(kernel, order);
+    }
   }
 }
 
@@ -227,7 +229,8 @@ TEST(RequantizeTest, ProbabilisticRoundingIsExactOnAverageOverAPeriod) {
       std::int32_t sum = 0;
       const internal::MatrixView view{
           source.data(), internal::ElementType::kUint8, 1, 255, Order::kRowMajor, 255};
-      internal::RequantizeLines(view, 5, rounding, 9, Operand::kLhs, out.data(), &sum);
+      internal::RequantizeLines(Kernel::kReference, view, 5, rounding, 9, Operand::kLhs, out.data(),
+                                &sum);
       EXPECT_EQ(sum, value * 31) << BitDepthRoundingName(rounding) << " " << value;
     }
   }
