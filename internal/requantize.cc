@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "internal/bit_depth.h"
@@ -23,6 +24,38 @@ namespace internal {
 namespace {
 
 constexpr int kNearestOffset = 127;
+
+std::uint64_t Mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Why hashed phases, and not one phase shared by all lines (or following the line index):
+// - different lines must not share one pattern. On clumped data the lines are alike, so with
+//   one phase every result entry would carry the same rounding error, and nothing downstream
+//   (a sum over outputs, the next layer) would average it out.
+// - the lhs and rhs offsets of one product must not be tied to each other. A product's error
+//   contains e_lhs * e_rhs, whose mean over the depth is zero only when the two offsets are
+//   unrelated. Within a block both operands walk the same sequence, so their offsets are
+//   related through the difference of their phases: add-mod-97 offsets differ by a constant,
+//   and on clumped data e_lhs * e_rhs then has the same nonzero mean in every block, an error
+//   growing like the depth (measured: RMS 4x that of xorshift at depth 8192 for 4/4 bits).
+//   A new phase per block makes that mean a fresh draw with zero expectation in each block,
+//   so it grows like sqrt(depth) instead. Each block is a whole period, so it still takes
+//   every offset 0..254 once and its rounding errors still cancel along the depth.
+// A splitmix64 finalizer of (seed, operand, line), then of that and the block, makes every
+// (row phase, column phase) pair of a GEMM look independent and uniform over 0..254. SequencePhase
+// is computed in two steps so that the pass hashes each line once.
+std::uint64_t LineHash(std::uint32_t seed, Operand operand, int line) {
+  return Mix((static_cast<std::uint64_t>(seed) << 32) |
+             (static_cast<std::uint64_t>(operand == Operand::kRhs) << 31) |
+             static_cast<std::uint32_t>(line));
+}
+int BlockPhase(std::uint64_t line_hash, int block) {
+  return static_cast<int>(Mix(line_hash + static_cast<std::uint32_t>(block)) % kSequencePeriod);
+}
 
 // The gemmlowp 8-bit xorshift step: a permutation of 1..255 with a single cycle of length 255.
 constexpr std::uint8_t XorshiftStep(std::uint8_t x) {
@@ -47,7 +80,7 @@ struct NearestNext {
   std::uint8_t operator()(std::uint8_t offset) const { return offset; }
 };
 
-// Each block of one period reads the window table[phase .. phase + 255) of offsets.
+// Each block of one period takes its offsets from the window table[phase .. phase + 255).
 using OffsetTable = std::array<std::uint8_t, 2 * kSequencePeriod>;
 
 OffsetTable MakeOffsetTable(BitDepthRounding resolved) {
@@ -72,10 +105,6 @@ const OffsetTable& OffsetTableFor(BitDepthRounding resolved) {
     default:
       return nearest;
   }
-}
-
-int PhaseOf(BitDepthRounding resolved, std::uint32_t seed, Operand operand, int line, int block) {
-  return resolved == BitDepthRounding::kNearest ? 0 : SequencePhase(seed, operand, line, block);
 }
 
 // The baseline run (internal/requantize.h).
@@ -134,23 +163,35 @@ std::uint32_t RequantizeRun(const std::uint8_t* source, const std::uint8_t* offs
   return sum;
 }
 
-// Lines stored contiguously along the depth (a row-major lhs, a column-major rhs).
+// Lines stored contiguously along the depth (a row-major lhs, a column-major rhs). A line's
+// offsets are first laid out whole, window after window, so that one run covers the line: runs
+// of one block each would leave a scalar tail in every 255 values, which measured as slow as
+// the vector part.
 void RequantizeAlongDepth(RequantizeRunFunction run, const MatrixView& lines, std::uint16_t scale,
                           std::uint8_t flip, BitDepthRounding resolved, std::uint32_t seed,
                           Operand operand, std::uint8_t* out, std::int32_t* line_sums) {
   const OffsetTable& table = OffsetTableFor(resolved);
   const int depth = lines.cols;
+  // Whole blocks and one byte more: every window is copied as a constant 256 bytes (inlined
+  // vector moves, where 255 would call memcpy), the next window overwriting the last.
+  std::vector<std::uint8_t> offsets(
+      (depth + kSequencePeriod - 1) / kSequencePeriod * kSequencePeriod + 1);
+  const auto lay_out_offsets = [&](int line) {
+    const std::uint64_t line_hash = LineHash(seed, operand, line);
+    for (int start = 0, block = 0; start < depth; start += kSequencePeriod, ++block) {
+      const int phase = resolved == BitDepthRounding::kNearest ? 0 : BlockPhase(line_hash, block);
+      std::memcpy(offsets.data() + start, table.data() + phase, kSequencePeriod + 1);
+    }
+  };
+  // Round-to-nearest offsets are the same for every line.
+  if (resolved == BitDepthRounding::kNearest) lay_out_offsets(0);
   for (int line = 0; line < lines.rows; ++line) {
+    if (resolved != BitDepthRounding::kNearest) lay_out_offsets(line);
     const auto* source = static_cast<const std::uint8_t*>(lines.data) +
                          static_cast<std::ptrdiff_t>(line) * lines.stride;
-    std::uint8_t* line_out = out + static_cast<std::ptrdiff_t>(line) * depth;
-    std::uint32_t sum = 0;
-    for (int start = 0, block = 0; start < depth; start += kSequencePeriod, ++block) {
-      const std::uint8_t* offsets = table.data() + PhaseOf(resolved, seed, operand, line, block);
-      sum += run(source + start, offsets, std::min(kSequencePeriod, depth - start), scale, flip,
-                 line_out + start);
-    }
-    line_sums[line] = static_cast<std::int32_t>(sum);
+    line_sums[line] =
+        static_cast<std::int32_t>(run(source, offsets.data(), depth, scale, flip,
+                                      out + static_cast<std::ptrdiff_t>(line) * depth));
   }
 }
 
@@ -168,7 +209,9 @@ void RequantizeAcrossLines(const MatrixView& lines, std::uint16_t scale, std::ui
   for (int k = 0; k < lines.cols; ++k) {
     if (k % kSequencePeriod == 0) {
       for (int line = 0; line < count; ++line) {
-        offsets[line] = table[PhaseOf(resolved, seed, operand, line, k / kSequencePeriod)];
+        offsets[line] = resolved == BitDepthRounding::kNearest
+                            ? kNearestOffset
+                            : table[SequencePhase(seed, operand, line, k / kSequencePeriod)];
       }
     }
     const auto* source = static_cast<const std::uint8_t*>(lines.data) +
@@ -211,31 +254,7 @@ int SequenceValue(BitDepthRounding resolved, int position) {
 }
 
 int SequencePhase(std::uint32_t seed, Operand operand, int line, int block) {
-  // Why hashed phases, and not one phase shared by all lines (or following the line index):
-  // - different lines must not share one pattern. On clumped data the lines are alike, so with
-  //   one phase every result entry would carry the same rounding error, and nothing downstream
-  //   (a sum over outputs, the next layer) would average it out.
-  // - the lhs and rhs offsets of one product must not be tied to each other. A product's error
-  //   contains e_lhs * e_rhs, whose mean over the depth is zero only when the two offsets are
-  //   unrelated. Within a block both operands walk the same sequence, so their offsets are
-  //   related through the difference of their phases: add-mod-97 offsets differ by a constant,
-  //   and on clumped data e_lhs * e_rhs then has the same nonzero mean in every block, an error
-  //   growing like the depth (measured: RMS 4x that of xorshift at depth 8192 for 4/4 bits).
-  //   A new phase per block makes that mean a fresh draw with zero expectation in each block,
-  //   so it grows like sqrt(depth) instead. Each block is a whole period, so it still takes
-  //   every offset 0..254 once and its rounding errors still cancel along the depth.
-  // A splitmix64 finalizer of (seed, operand, line), then of that and the block, makes every
-  // (row phase, column phase) pair of a GEMM look independent and uniform over 0..254.
-  const auto mix = [](std::uint64_t x) {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-  };
-  const std::uint64_t line_hash = mix((static_cast<std::uint64_t>(seed) << 32) |
-                                      (static_cast<std::uint64_t>(operand == Operand::kRhs) << 31) |
-                                      static_cast<std::uint32_t>(line));
-  return static_cast<int>(mix(line_hash + static_cast<std::uint32_t>(block)) % kSequencePeriod);
+  return BlockPhase(LineHash(seed, operand, line), block);
 }
 
 void RequantizeLines(Kernel kernel, const MatrixView& lines, int bits, BitDepthRounding resolved,
