@@ -32,15 +32,15 @@ pthreadpool_t ContextState::ThreadPool() {
   return pool_;
 }
 
-void* ContextState::Scratch(std::size_t bytes) {
-  if (bytes > scratch_bytes_) {
+void* ContextState::GrowOnlyMemory::Get(std::size_t bytes) {
+  if (bytes > bytes_) {
     const std::size_t rounded = (bytes + 63) / 64 * 64;
     void* memory = std::aligned_alloc(64, rounded);
     if (memory == nullptr) throw std::bad_alloc();
-    scratch_.reset(memory);
-    scratch_bytes_ = rounded;
+    memory_.reset(memory);
+    bytes_ = rounded;
   }
-  return scratch_.get();
+  return memory_.get();
 }
 
 }  // namespace internal

@@ -29,15 +29,28 @@ class ContextState {
   pthreadpool_t ThreadPool();
 
   // At least `bytes` of 64-byte aligned memory, valid until the next call.
-  void* Scratch(std::size_t bytes);
+  void* Scratch(std::size_t bytes) { return scratch_.Get(bytes); }
+
+  // The same, separate from Scratch: requantized operands live here while the GEMM on them
+  // uses Scratch.
+  void* RequantizeScratch(std::size_t bytes) { return requantize_scratch_.Get(bytes); }
 
  private:
-  pthreadpool_t pool_ = nullptr;
-  struct FreeDeleter {
-    void operator()(void* p) const { std::free(p); }
+  class GrowOnlyMemory {
+   public:
+    void* Get(std::size_t bytes);
+
+   private:
+    struct FreeDeleter {
+      void operator()(void* p) const { std::free(p); }
+    };
+    std::unique_ptr<void, FreeDeleter> memory_;
+    std::size_t bytes_ = 0;
   };
-  std::unique_ptr<void, FreeDeleter> scratch_;
-  std::size_t scratch_bytes_ = 0;
+
+  pthreadpool_t pool_ = nullptr;
+  GrowOnlyMemory scratch_;
+  GrowOnlyMemory requantize_scratch_;
 };
 
 }  // namespace internal

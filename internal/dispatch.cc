@@ -146,17 +146,25 @@ const KernelEntry& ResolvedEntry(Kernel kernel) {
 }
 }  // namespace
 
+namespace {
+const KernelImplementation* NarrowImplementation(const KernelEntry& entry, int lhs_bits,
+                                                 int rhs_bits) {
+  if (entry.narrow_implementation == nullptr || (lhs_bits == 8 && rhs_bits == 8)) return nullptr;
+  return entry.narrow_implementation(lhs_bits, rhs_bits);
+}
+}  // namespace
+
 const KernelImplementation& GetKernelImplementation(Kernel kernel, int lhs_bits, int rhs_bits) {
   const KernelEntry& entry = ResolvedEntry(kernel);
-  if (entry.narrow_implementation != nullptr && (lhs_bits < 8 || rhs_bits < 8)) {
-    const KernelImplementation* narrow = entry.narrow_implementation(lhs_bits, rhs_bits);
-    if (narrow != nullptr) return *narrow;
-  }
-  return entry.implementation();
+  const KernelImplementation* narrow = NarrowImplementation(entry, lhs_bits, rhs_bits);
+  return narrow != nullptr ? *narrow : entry.implementation();
 }
 
-const KernelImplementation& GetPrepackedRhsKernelImplementation(Kernel kernel) {
-  return ResolvedEntry(kernel).prepacked_rhs_implementation();
+const KernelImplementation& GetPrepackedRhsKernelImplementation(Kernel kernel, int lhs_bits,
+                                                                int rhs_bits) {
+  const KernelEntry& entry = ResolvedEntry(kernel);
+  const KernelImplementation* narrow = NarrowImplementation(entry, lhs_bits, rhs_bits);
+  return narrow != nullptr ? *narrow : entry.prepacked_rhs_implementation();
 }
 
 }  // namespace internal

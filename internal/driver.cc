@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "internal/blocking.h"
 #include "internal/context_state.h"
@@ -127,6 +128,8 @@ struct GemmTask {
   // ThreadSanitizer cannot see that; a release/acquire pair on these makes the order explicit.
   std::atomic<int> handed_out{0};
   std::atomic<int> handed_back{0};
+  // Requantized operands: the rescale with lhs and rhs as the task sees them, or null.
+  const Rescale* rescale = nullptr;
 
   std::size_t LhsPanelBytes() const {
     return static_cast<std::size_t>(kernel.format.lhs_rows) * padded_depth *
@@ -218,16 +221,23 @@ struct GemmTask {
                                         scratch.acc, 1,         acc_stride}
                      : AccumulatorBlock{row_start,   result_col, rows, block_cols,
                                         scratch.acc, acc_stride, 1};
-      if (output_writer != nullptr) {
-        // a[r] * col_sums[c] + row_terms[r] * b[c], with task rows r along the result's columns
-        // when transposed.
-        const OffsetTerms terms =
-            transposed ? OffsetTerms{col_sums, lhs_offsets, rhs_offsets, scratch.row_sums}
-                       : OffsetTerms{lhs_offsets, col_sums, scratch.row_sums, rhs_offsets};
-        output_writer(*target.program, block, terms, target.result);
-      } else {
+      // a[r] * col_sums[c] + row_terms[r] * b[c], with task rows r along the result's columns
+      // when transposed. A writer adds them as it loads the block, unless a rescale of the
+      // final sums (requantized operands) must come first.
+      OffsetTerms terms = transposed
+                              ? OffsetTerms{col_sums, lhs_offsets, rhs_offsets, scratch.row_sums}
+                              : OffsetTerms{lhs_offsets, col_sums, scratch.row_sums, rhs_offsets};
+      if (output_writer == nullptr || rescale != nullptr) {
         AddOffsetTerms(lhs_offsets, scratch.row_sums, rows, rhs_offsets, col_sums, block_cols,
                        scratch.acc, acc_stride);
+        if (rescale != nullptr) {
+          RescaleBlock(*rescale, row_start, rows, result_col, block_cols, scratch.acc, acc_stride);
+        }
+        terms = OffsetTerms{};
+      }
+      if (output_writer != nullptr) {
+        output_writer(*target.program, block, terms, target.result);
+      } else {
         target.consumer(target.closure, block);
       }
     }
@@ -301,23 +311,31 @@ MatrixView AlongItsLength(const MatrixView& result) {
 
 void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& result_rhs,
              const PackedOperand* packed_rhs, const Offsets& result_lhs_offset,
-             const Offsets& result_rhs_offset, const ResultTarget& caller_target) {
+             const Offsets& result_rhs_offset, const ResultTarget& caller_target,
+             const NarrowOperands* narrow) {
   ResultTarget target = caller_target;
   target.result = AlongItsLength(caller_target.result);
+  // Narrow operands choose narrow kernels (MatrixView::bits).
+  MatrixView narrow_lhs = result_lhs, narrow_rhs = result_rhs;
+  if (narrow != nullptr) {
+    narrow_lhs.bits = narrow->lhs_bits;
+    narrow_rhs.bits = narrow->rhs_bits;
+  }
   // A short lhs stays on the left even for a column-major result: its few rows would fill
   // register tiles badly as rhs columns, and its few result columns are cheap to store. A
   // prepacked rhs is packed for the right-hand side and stays there.
   const bool transposed = packed_rhs == nullptr && target.result.order == Order::kColMajor &&
                           result_lhs.rows >= result_rhs.cols;
-  const MatrixView lhs = transposed ? Transposed(result_rhs) : result_lhs;
-  const MatrixView rhs = transposed ? Transposed(result_lhs) : result_rhs;
+  const MatrixView lhs = transposed ? Transposed(narrow_rhs) : narrow_lhs;
+  const MatrixView rhs = transposed ? Transposed(narrow_lhs) : narrow_rhs;
   const Offsets& lhs_offset = transposed ? result_rhs_offset : result_lhs_offset;
   const Offsets& rhs_offset = transposed ? result_lhs_offset : result_rhs_offset;
   ContextState& state = context.state();
   const Kernel resolved_kernel = context.ResolvedKernel();
   const KernelImplementation& kernel =
-      packed_rhs != nullptr ? GetPrepackedRhsKernelImplementation(resolved_kernel)
-                            : GetKernelImplementation(resolved_kernel, lhs.bits, rhs.bits);
+      packed_rhs != nullptr
+          ? GetPrepackedRhsKernelImplementation(resolved_kernel, lhs.bits, rhs.bits)
+          : GetKernelImplementation(resolved_kernel, lhs.bits, rhs.bits);
   const OutputWriter output_writer =
       target.program != nullptr ? OutputWriterFor(resolved_kernel) : nullptr;
   const KernelFormat& format = kernel.format;
@@ -350,6 +368,12 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   EffectiveOffsets(rhs_offset, PackedValueShift(format.rhs_type, rhs), cols, shared.rhs_offsets);
   GemmTask task{kernel,  lhs,    Transposed(rhs), blocking,      padded_depth, stream_rhs, layout,
                 scratch, shared, target,          output_writer, transposed,   1};
+  Rescale task_rescale;
+  if (narrow != nullptr && narrow->rescale != nullptr) {
+    task_rescale = *narrow->rescale;
+    if (transposed) std::swap(task_rescale.lhs, task_rescale.rhs);
+    task.rescale = &task_rescale;
+  }
   pthreadpool_t pool = threads > 1 ? state.ThreadPool() : nullptr;
   for (int chunk_start = 0; chunk_start < cols; chunk_start += blocking.rhs_cols) {
     task.chunk_start = chunk_start;

@@ -123,15 +123,40 @@ void ValidateGemmArguments(const Context* context, const MatrixView& lhs, const 
 std::int64_t LargestSafeDepth(const MatrixView& lhs, const MatrixView& rhs,
                               const Offsets& lhs_offset, const Offsets& rhs_offset);
 
+// Per-line factors of the rescale of a GEMM on requantized operands (internal/bit_depth.cc):
+// a[i] and b[i] for each lhs row or rhs column i, exact integers held in doubles.
+struct RescaleLineTerms {
+  const double* a;
+  const double* b;
+};
+
+// Turns the exact sum acc of a block entry (r, c) into the approximate 8-bit result
+// round((65025 * acc + lhs.a[r] * rhs.a[c] + lhs.b[r] * rhs.b[c]) / divisor), saturated to int32.
+struct Rescale {
+  RescaleLineTerms lhs;
+  RescaleLineTerms rhs;
+  int divisor;
+};
+
+// Operands narrower than 8 bits (public/bit_depth.h): every lhs value fits lhs_bits and every
+// rhs value rhs_bits, which lets a kernel for narrow data be chosen. With `rescale` (requantize
+// mode), each finished block is rescaled before the output pipeline.
+struct NarrowOperands {
+  int lhs_bits;
+  int rhs_bits;
+  const Rescale* rescale;
+};
+
 // Computes acc = (lhs + lhs_offset) * (rhs + rhs_offset) block by block, laid out to suit the
 // result's storage order, and hands each block to the target. The arguments must have passed
 // ValidateGemmArguments.
 void RunGemm(Context& context, const MatrixView& lhs, const MatrixView& rhs,
              const PackedOperand* packed_rhs, const Offsets& lhs_offset, const Offsets& rhs_offset,
-             const ResultTarget& target);
+             const ResultTarget& target, const NarrowOperands* narrow = nullptr);
 
-// Packs all of `rhs` for `kernel`. `rhs` must have passed ValidateMatrix.
-PackedOperand PackRhs(Kernel kernel, const MatrixView& rhs);
+// Packs all of `rhs` (of rhs.bits bits) for `kernel` and an lhs of `lhs_bits` bits. `rhs` must
+// have passed ValidateMatrix.
+PackedOperand PackRhs(Kernel kernel, const MatrixView& rhs, int lhs_bits);
 
 }  // namespace internal
 }  // namespace lowbit

@@ -95,8 +95,15 @@ const KernelImplementation* NeonNarrowKernel(int lhs_bits, int rhs_bits);
 const KernelImplementation& GetKernelImplementation(Kernel kernel, int lhs_bits = 8,
                                                     int rhs_bits = 8);
 // The implementation that packs prepacked weights (PrepackedRhs) for `kernel` and multiplies
-// with them: the same, or one whose rhs layout suits an operand read from memory on every call.
-const KernelImplementation& GetPrepackedRhsKernelImplementation(Kernel kernel);
+// with them: the narrow one for bit depths that have one, else the same as for an ordinary rhs
+// or one whose rhs layout suits an operand read from memory on every call.
+const KernelImplementation& GetPrepackedRhsKernelImplementation(Kernel kernel, int lhs_bits = 8,
+                                                                int rhs_bits = 8);
+
+// Whether an rhs packed for one format can be multiplied by a kernel of the other.
+inline bool SameRhsLayout(const KernelFormat& a, const KernelFormat& b) {
+  return a.rhs_cols == b.rhs_cols && a.depth_group == b.depth_group && a.rhs_type == b.rhs_type;
+}
 
 inline int RoundUp(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
 

@@ -158,12 +158,13 @@ struct LineTerms {
   using Raw = typename Isa::Raw;
   Raw first;
   Raw second;
-  const std::int32_t* first_along;
-  const std::int32_t* second_along;
+  const std::int32_t* first_along = nullptr;  // null: no terms owed
+  const std::int32_t* second_along = nullptr;
 
   // `along_cols`: the line is a result row; `line` and `offset` count from the block's first row
   // and column.
   static LineTerms For(const OffsetTerms& terms, int line, bool along_cols) {
+    if (terms.row_first == nullptr) return {fixedpoint::Dup<Raw>(0), fixedpoint::Dup<Raw>(0)};
     const std::int32_t* line_first = along_cols ? terms.row_first : terms.col_first;
     const std::int32_t* line_second = along_cols ? terms.row_second : terms.col_second;
     return {fixedpoint::Dup<Raw>(line_first[line]), fixedpoint::Dup<Raw>(line_second[line]),
@@ -172,6 +173,7 @@ struct LineTerms {
   }
 
   Raw AddTo(Raw v, int entry, int count) const {
+    if (first_along == nullptr) return v;
     const Raw products =
         fixedpoint::Add(fixedpoint::Mul(first, LoadPartial<Isa>(first_along + entry, count)),
                         fixedpoint::Mul(second, LoadPartial<Isa>(second_along + entry, count)));

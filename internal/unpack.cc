@@ -1,5 +1,8 @@
-// Adds the rank-1 offset terms to raw kernel sums (see unpack.h), in wrapping int32 arithmetic.
+// Adds the rank-1 offset terms to raw kernel sums (see unpack.h), in wrapping int32 arithmetic,
+// and rescales the sums of requantized operands.
 #include "internal/unpack.h"
+
+#include <algorithm>
 
 namespace lowbit {
 namespace internal {
@@ -32,6 +35,32 @@ void AddOffsetTerms(const std::int32_t* lhs_offsets, const std::int32_t* row_ter
     auto* acc_row =
         reinterpret_cast<std::uint32_t*>(acc + static_cast<std::ptrdiff_t>(r) * acc_stride);
     for (int c = 0; c < cols; ++c) acc_row[c] += a * column_sums[c] + b[c] * row_term;
+  }
+}
+
+void RescaleBlock(const Rescale& rescale, int row_start, int rows, int col_start, int cols,
+                  std::int32_t* acc, int acc_stride) {
+  // Doubles, so that the loop vectorizes; they compute exactly what int64 would. Under the
+  // depth guard every product and sum below is an integer of magnitude < 2^52
+  // (internal/bit_depth.cc), so each is exact. The quotient n / divisor with divisor odd lies
+  // at least 1 / (2 * divisor) >= 2^-17 from a half-integer (no ties), while multiplying by the
+  // rounded reciprocal errs by less than |n / divisor| * 2^-51 <= 2^-19 wherever the result does
+  // not saturate: rounding the product to the nearest integer gives round(n / divisor) exactly.
+  const double reciprocal = 1.0 / rescale.divisor;
+  // Adding and subtracting 1.5 * 2^52 rounds a double of magnitude < 2^51 to the nearest
+  // integer (the FPU's default rounding), in plain vectorizable arithmetic.
+  constexpr double kRound = 6755399441055744.0;
+  const double* lhs_a = rescale.lhs.a + row_start;
+  const double* lhs_b = rescale.lhs.b + row_start;
+  const double* rhs_a = rescale.rhs.a + col_start;
+  const double* rhs_b = rescale.rhs.b + col_start;
+  for (int r = 0; r < rows; ++r) {
+    std::int32_t* acc_row = acc + static_cast<std::ptrdiff_t>(r) * acc_stride;
+    for (int c = 0; c < cols; ++c) {
+      const double n = 65025.0 * acc_row[c] + lhs_a[r] * rhs_a[c] + lhs_b[r] * rhs_b[c];
+      const double quotient = std::min(std::max(n * reciprocal, -2147483648.0), 2147483647.0);
+      acc_row[c] = static_cast<std::int32_t>((quotient + kRound) - kRound);
+    }
   }
 }
 

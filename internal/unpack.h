@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "internal/driver.h"
 #include "public/map.h"
 
 namespace lowbit {
@@ -24,12 +25,13 @@ void MakeRowTerms(const std::int32_t* lhs_offsets, int depth, int rows, std::int
 // owed row_first[i] * col_first[j] + row_second[i] * col_second[j], indices counted from the
 // block's first row and column, in wrapping int32 arithmetic: the true result fits int32 (the
 // depth guard), so the wrapped intermediate sums come back to it exactly. The vectorized
-// output writers add them as they load the block; otherwise AddOffsetTerms does.
+// output writers add them as they load the block; otherwise AddOffsetTerms does. All null: none
+// owed, the block holds final sums.
 struct OffsetTerms {
-  const std::int32_t* row_first;
-  const std::int32_t* col_first;
-  const std::int32_t* row_second;
-  const std::int32_t* col_second;
+  const std::int32_t* row_first = nullptr;
+  const std::int32_t* col_first = nullptr;
+  const std::int32_t* row_second = nullptr;
+  const std::int32_t* col_second = nullptr;
 };
 
 // acc[r][c] += a[r] * col_sums[c] + b[c] * row_terms[r] for the rows x cols of a task's block
@@ -37,6 +39,11 @@ struct OffsetTerms {
 void AddOffsetTerms(const std::int32_t* lhs_offsets, const std::int32_t* row_terms, int rows,
                     const std::int32_t* rhs_offsets, const std::int32_t* col_sums, int cols,
                     std::int32_t* acc, int acc_stride);
+
+// Replaces each exact sum acc[r][c] of the block at (row_start, col_start) by the rescaled
+// approximation of the 8-bit result that `rescale` describes (internal/driver.h).
+void RescaleBlock(const Rescale& rescale, int row_start, int rows, int col_start, int cols,
+                  std::int32_t* acc, int acc_stride);
 
 }  // namespace internal
 }  // namespace lowbit

@@ -1,6 +1,7 @@
 // The GEMM entry points: result = pipeline((lhs + lhs_offset) * (rhs + rhs_offset)), for uint8
-// or int8 operands and uint8, int8, int16 or int32 results (doc/design.md, section 1 of the
-// design brief). Every argument is checked before any result entry is written.
+// or int8 operands (optionally narrower than 8 bits: public/bit_depth.h) and uint8, int8, int16
+// or int32 results (doc/design.md, section 1 of the design brief). Every argument is checked
+// before any result entry is written.
 #ifndef LOWBIT_PUBLIC_GEMM_H_
 #define LOWBIT_PUBLIC_GEMM_H_
 
@@ -8,8 +9,10 @@
 #include <tuple>
 #include <type_traits>
 
+#include "internal/bit_depth.h"
 #include "internal/driver.h"
 #include "meta/output_pipeline.h"
+#include "public/bit_depth.h"
 #include "public/context.h"
 #include "public/error.h"
 #include "public/map.h"
@@ -55,16 +58,15 @@ struct ResultWriter {
 
 }  // namespace gemm_detail
 
-// result = pipeline((lhs + lhs_offset) * (rhs + rhs_offset)). The offsets are scalars or one
-// value per lhs row / rhs column. Throws lowbit::Error, before writing anything, for bad input.
 namespace gemm_detail {
 
-// Both entry points' work, with the rhs either a matrix (packed_rhs null) or prepacked.
+// Every entry point's work, with the rhs either a matrix (prepacked_rhs null) or prepacked, and
+// operands of 8 bits (bit_depth null) or narrower.
 template <typename LhsScalar, typename ResultScalar, typename... Stages>
 void Run(Context* context, const MatrixMap<LhsScalar>& lhs, const internal::MatrixView& rhs,
-         const internal::PackedOperand* packed_rhs, MatrixMap<ResultScalar>* result,
+         const PrepackedRhs* prepacked_rhs, MatrixMap<ResultScalar>* result,
          const Offsets& lhs_offset, const Offsets& rhs_offset,
-         const std::tuple<Stages...>& pipeline) {
+         const std::tuple<Stages...>& pipeline, const BitDepthParams* bit_depth) {
   static_assert(kIsOperandScalar<LhsScalar>, "lhs must be uint8_t or int8_t");
   static_assert(!std::is_const<ResultScalar>::value, "the result map must be writable");
   using PipelineResult = typename meta::PipelineOutput<std::tuple<Stages...>>::type;
@@ -75,17 +77,27 @@ void Run(Context* context, const MatrixMap<LhsScalar>& lhs, const internal::Matr
   if (result == nullptr) throw Error("result", "must not be null");
   const internal::MatrixView lhs_view = internal::ViewOf(lhs);
   const internal::MatrixView result_view = internal::ViewOf(*result);
+  const internal::PackedOperand* packed_rhs =
+      prepacked_rhs != nullptr ? &prepacked_rhs->packed() : nullptr;
   internal::ValidateGemmArguments(context, lhs_view, rhs, packed_rhs, result_view, lhs_offset,
                                   rhs_offset);
+  internal::ValidateBitDepthArguments(bit_depth, lhs_view, rhs, prepacked_rhs);
   meta::ValidatePipeline(pipeline, result->rows(), result->cols());
   if (result->rows() == 0 || result->cols() == 0) return;
 
   const ResultWriter<ResultScalar, std::tuple<Stages...>> writer{pipeline, *result};
   internal::OutputProgram program;
   const bool compiled = meta::CompileOutputProgram(pipeline, &program);
-  internal::RunGemm(
-      *context, lhs_view, rhs, packed_rhs, lhs_offset, rhs_offset,
-      {result_view, compiled ? &program : nullptr, &decltype(writer)::Consume, &writer});
+  const internal::ResultTarget target{result_view, compiled ? &program : nullptr,
+                                      &decltype(writer)::Consume, &writer};
+  if (bit_depth != nullptr) {
+    internal::RunBitDepthGemm(*context, lhs_view, rhs, prepacked_rhs, lhs_offset, rhs_offset,
+                              *bit_depth, target);
+  } else {
+    internal::RunGemm(*context, lhs_view,
+                      packed_rhs != nullptr ? internal::ViewOf(*packed_rhs) : rhs, packed_rhs,
+                      lhs_offset, rhs_offset, target);
+  }
 }
 
 }  // namespace gemm_detail
@@ -99,7 +111,7 @@ void GemmWithOutputPipeline(Context* context, const MatrixMap<LhsScalar>& lhs,
                             const std::tuple<Stages...>& pipeline) {
   static_assert(gemm_detail::kIsOperandScalar<RhsScalar>, "rhs must be uint8_t or int8_t");
   gemm_detail::Run(context, lhs, internal::ViewOf(rhs), nullptr, result, lhs_offset, rhs_offset,
-                   pipeline);
+                   pipeline, nullptr);
 }
 
 // The same with an rhs packed once (public/prepacked.h) on a context running the same kernel.
@@ -108,8 +120,33 @@ void GemmWithOutputPipeline(Context* context, const MatrixMap<LhsScalar>& lhs,
                             const PrepackedRhs& rhs, MatrixMap<ResultScalar>* result,
                             const Offsets& lhs_offset, const Offsets& rhs_offset,
                             const std::tuple<Stages...>& pipeline) {
-  gemm_detail::Run(context, lhs, internal::ViewOf(rhs.packed()), &rhs.packed(), result, lhs_offset,
-                   rhs_offset, pipeline);
+  gemm_detail::Run(context, lhs, rhs.view(), &rhs, result, lhs_offset, rhs_offset, pipeline,
+                   nullptr);
+}
+
+// With narrow operands (public/bit_depth.h, doc/less-than-8-bit.md): in kRequantize mode the
+// result approximates the 8-bit result pipeline((lhs + lhs_offset) * (rhs + rhs_offset)); in
+// kDeclaredRange mode it is exact. The rhs is a MatrixMap or a PrepackedRhs packed with
+// matching params.
+template <typename LhsScalar, typename RhsScalar, typename ResultScalar, typename... Stages>
+void GemmWithOutputPipeline(Context* context, const MatrixMap<LhsScalar>& lhs,
+                            const MatrixMap<RhsScalar>& rhs, MatrixMap<ResultScalar>* result,
+                            const Offsets& lhs_offset, const Offsets& rhs_offset,
+                            const std::tuple<Stages...>& pipeline,
+                            const BitDepthParams& bit_depth) {
+  static_assert(gemm_detail::kIsOperandScalar<RhsScalar>, "rhs must be uint8_t or int8_t");
+  gemm_detail::Run(context, lhs, internal::ViewOf(rhs), nullptr, result, lhs_offset, rhs_offset,
+                   pipeline, &bit_depth);
+}
+
+template <typename LhsScalar, typename ResultScalar, typename... Stages>
+void GemmWithOutputPipeline(Context* context, const MatrixMap<LhsScalar>& lhs,
+                            const PrepackedRhs& rhs, MatrixMap<ResultScalar>* result,
+                            const Offsets& lhs_offset, const Offsets& rhs_offset,
+                            const std::tuple<Stages...>& pipeline,
+                            const BitDepthParams& bit_depth) {
+  gemm_detail::Run(context, lhs, rhs.view(), &rhs, result, lhs_offset, rhs_offset, pipeline,
+                   &bit_depth);
 }
 
 // The int32 accumulators themselves (an empty pipeline); Rhs is a MatrixMap or a PrepackedRhs.
@@ -117,6 +154,15 @@ template <typename LhsScalar, typename Rhs>
 void Gemm(Context* context, const MatrixMap<LhsScalar>& lhs, const Rhs& rhs,
           MatrixMap<std::int32_t>* result, const Offsets& lhs_offset, const Offsets& rhs_offset) {
   GemmWithOutputPipeline(context, lhs, rhs, result, lhs_offset, rhs_offset, std::tuple<>());
+}
+
+// The int32 accumulators of a GEMM with narrow operands; Rhs is a MatrixMap or a PrepackedRhs.
+template <typename LhsScalar, typename Rhs>
+void Gemm(Context* context, const MatrixMap<LhsScalar>& lhs, const Rhs& rhs,
+          MatrixMap<std::int32_t>* result, const Offsets& lhs_offset, const Offsets& rhs_offset,
+          const BitDepthParams& bit_depth) {
+  GemmWithOutputPipeline(context, lhs, rhs, result, lhs_offset, rhs_offset, std::tuple<>(),
+                         bit_depth);
 }
 
 // gemmlowp's classic uint8 GEMM: saturate_uint8(((acc + result_offset) * result_mult_int +

@@ -1,8 +1,10 @@
-// Everything a lowbit user includes: maps, context, output stages and the GEMM entry points.
+// Everything a lowbit user includes: maps, context, output stages, bit depths and the GEMM
+// entry points.
 #ifndef LOWBIT_PUBLIC_LOWBIT_H_
 #define LOWBIT_PUBLIC_LOWBIT_H_
 
 #include "fixedpoint/fixedpoint.h"
+#include "public/bit_depth.h"
 #include "public/context.h"
 #include "public/error.h"
 #include "public/gemm.h"

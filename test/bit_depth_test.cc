@@ -1,0 +1,608 @@
+// Narrow operands: the rounding sequences, the requantization pass against its scalar formula,
+// GEMMs with BitDepthParams against a 64-bit reference built from that formula (so every kernel,
+// thread count, blocking and prepacking gives the same bits), declared-range exactness, the
+// rescale's rounding, and every rejected argument.
+#include "internal/bit_depth.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "internal/kernel.h"
+#include "internal/unpack.h"
+#include "public/lowbit.h"
+#include "test/test_util.h"
+
+namespace lowbit {
+namespace test {
+namespace {
+
+using internal::Operand;
+
+constexpr BitDepthRounding kStrategies[] = {BitDepthRounding::kNearest, BitDepthRounding::kXorshift,
+                                            BitDepthRounding::kAddMod97};
+
+std::uint8_t Xorshift(std::uint8_t x) {
+  x ^= static_cast<std::uint8_t>(x << 7);
+  x ^= static_cast<std::uint8_t>(x >> 5);
+  x ^= static_cast<std::uint8_t>(x << 3);
+  return x;
+}
+
+// Sequence values by stepping each generator from its start as design section 3 describes it,
+// independently of the library's tables: position j of add-mod-97 (from 0) and of xorshift
+// (from state 1, output state - 1).
+std::vector<int> SteppedSequence(BitDepthRounding rounding) {
+  std::vector<int> values;
+  int add_mod = 0;
+  std::uint8_t state = 1;
+  for (int j = 0; j < 255; ++j) {
+    values.push_back(rounding == BitDepthRounding::kAddMod97 ? add_mod : state - 1);
+    add_mod = (add_mod + 97) % 255;
+    state = Xorshift(state);
+  }
+  return values;
+}
+
+// The offset of element (line, k): 127, or the sequence value at (phase of k's block + k) mod 255.
+int ScalarOffset(BitDepthRounding rounding, std::uint32_t seed, Operand operand, int line, int k) {
+  static const std::vector<int> add_mod = SteppedSequence(BitDepthRounding::kAddMod97);
+  static const std::vector<int> xorshift = SteppedSequence(BitDepthRounding::kXorshift);
+  if (rounding == BitDepthRounding::kNearest) return 127;
+  const int position = (internal::SequencePhase(seed, operand, line, k / 255) + k) % 255;
+  return rounding == BitDepthRounding::kAddMod97 ? add_mod[position] : xorshift[position];
+}
+
+template <typename Scalar>
+int AsUint8(Scalar value) {
+  return std::is_signed<Scalar>::value ? value + 128 : value;
+}
+
+// The requantized value of element (line, k) whose source value is `value`.
+template <typename Scalar>
+std::int64_t ScalarRequantized(Scalar value, int bits, BitDepthRounding rounding,
+                               std::uint32_t seed, Operand operand, int line, int k) {
+  return (AsUint8(value) * ((1 << bits) - 1) + ScalarOffset(rounding, seed, operand, line, k)) /
+         255;
+}
+
+// round(n / d) for d > 0 odd (no ties), as floor((n + (d - 1) / 2) / d).
+std::int64_t RoundDivide(std::int64_t n, std::int64_t d) {
+  const std::int64_t m = n + (d - 1) / 2;
+  return m >= 0 ? m / d : -((-m + d - 1) / d);
+}
+
+std::int32_t SaturateInt32(std::int64_t value) {
+  return static_cast<std::int32_t>(std::min<std::int64_t>(
+      std::max<std::int64_t>(value, std::numeric_limits<std::int32_t>::min()),
+      std::numeric_limits<std::int32_t>::max()));
+}
+
+// The requantize-mode result, straight from the design: with a' and b' the requantized values
+// and oa, ob the offsets of the values as uint8, round((255^2 sum a'b' + 255 PR ob sum a' +
+// 255 PL oa sum b' + K oa ob PL PR) / (PL PR)), saturated.
+template <typename Lhs, typename Rhs>
+std::vector<std::int32_t> ReferenceBitDepthResult(const MatrixMap<Lhs>& lhs,
+                                                  const MatrixMap<Rhs>& rhs,
+                                                  const Offsets& lhs_offset,
+                                                  const Offsets& rhs_offset,
+                                                  const BitDepthParams& params) {
+  const int rows = lhs.rows(), depth = lhs.cols(), cols = rhs.cols();
+  const BitDepthRounding rounding = ResolveRounding(params.rounding, depth);
+  std::vector<std::int64_t> a(static_cast<std::size_t>(rows) * depth);
+  std::vector<std::int64_t> b(static_cast<std::size_t>(depth) * cols);
+  for (int r = 0; r < rows; ++r) {
+    for (int k = 0; k < depth; ++k) {
+      a[r * depth + k] =
+          ScalarRequantized(lhs(r, k), params.lhs_bits, rounding, params.seed, Operand::kLhs, r, k);
+    }
+  }
+  for (int c = 0; c < cols; ++c) {
+    for (int k = 0; k < depth; ++k) {
+      b[c * depth + k] =
+          ScalarRequantized(rhs(k, c), params.rhs_bits, rounding, params.seed, Operand::kRhs, c, k);
+    }
+  }
+  const std::int64_t pl = (1 << params.lhs_bits) - 1, pr = (1 << params.rhs_bits) - 1;
+  std::vector<std::int32_t> result(static_cast<std::size_t>(rows) * cols);
+  for (int r = 0; r < rows; ++r) {
+    const std::int64_t oa = lhs_offset(r) - (std::is_signed<Lhs>::value ? 128 : 0);
+    for (int c = 0; c < cols; ++c) {
+      const std::int64_t ob = rhs_offset(c) - (std::is_signed<Rhs>::value ? 128 : 0);
+      std::int64_t products = 0, sum_a = 0, sum_b = 0;
+      for (int k = 0; k < depth; ++k) {
+        products += a[r * depth + k] * b[c * depth + k];
+        sum_a += a[r * depth + k];
+        sum_b += b[c * depth + k];
+      }
+      const std::int64_t n = 255 * 255 * products + 255 * pr * ob * sum_a + 255 * pl * oa * sum_b +
+                             depth * oa * ob * pl * pr;
+      result[r * cols + c] = SaturateInt32(RoundDivide(n, pl * pr));
+    }
+  }
+  return result;
+}
+
+TEST(SequenceTest, XorshiftHasPeriod255FromEveryNonzeroState) {
+  for (int start = 1; start <= 255; ++start) {
+    auto state = static_cast<std::uint8_t>(start);
+    int period = 0;
+    do {
+      state = Xorshift(state);
+      ++period;
+      ASSERT_NE(state, 0) << "the generator reached 0 from " << start;
+    } while (state != start && period <= 255);
+    EXPECT_EQ(period, 255) << "from state " << start;
+  }
+}
+
+TEST(SequenceTest, EachSequenceTakesEveryOffsetOncePerPeriod) {
+  for (BitDepthRounding rounding : {BitDepthRounding::kXorshift, BitDepthRounding::kAddMod97}) {
+    std::set<int> values;
+    for (int j = 0; j < 255; ++j) {
+      const int value = internal::SequenceValue(rounding, j);
+      ASSERT_EQ(value,
+                ScalarOffset(rounding, 0, Operand::kLhs, 0,
+                             (j - internal::SequencePhase(0, Operand::kLhs, 0, 0) + 255) % 255))
+          << BitDepthRoundingName(rounding) << " position " << j;
+      values.insert(value);
+    }
+    EXPECT_EQ(values.size(), 255u) << BitDepthRoundingName(rounding);
+    EXPECT_EQ(*values.begin(), 0);
+    EXPECT_EQ(*values.rbegin(), 254);
+  }
+}
+
+TEST(SequenceTest, PhasesDifferBetweenOperandsLinesBlocksAndSeeds) {
+  std::set<int> lhs_phases;
+  int equal_between_operands = 0, equal_between_seeds = 0, equal_between_blocks = 0;
+  for (int line = 0; line < 2000; ++line) {
+    const int phase = internal::SequencePhase(7, Operand::kLhs, line, 3);
+    lhs_phases.insert(phase);
+    equal_between_operands += phase == internal::SequencePhase(7, Operand::kRhs, line, 3);
+    equal_between_seeds += phase == internal::SequencePhase(8, Operand::kLhs, line, 3);
+    equal_between_blocks += phase == internal::SequencePhase(7, Operand::kLhs, line, 4);
+  }
+  // 2000 uniform draws from 255 values miss any one value with probability (254/255)^2000.
+  EXPECT_EQ(lhs_phases.size(), 255u);
+  // About 2000 / 255 coincidences are expected of independent phases.
+  EXPECT_LT(equal_between_operands, 25);
+  EXPECT_LT(equal_between_seeds, 25);
+  EXPECT_LT(equal_between_blocks, 25);
+}
+
+// RequantizeLines over lines stored along and across the depth, for every bit depth, strategy,
+// source type and kernel ISA, against ScalarRequantized.
+template <typename Scalar>
+void CheckRequantizeLines(Kernel kernel, Order order) {
+  std::mt19937 random(static_cast<std::uint32_t>(order == Order::kRowMajor) + 3);
+  for (int bits = 1; bits <= 8; ++bits) {
+    for (BitDepthRounding rounding : kStrategies) {
+      for (Operand operand : {Operand::kLhs, Operand::kRhs}) {
+        // A depth past several blocks of one period, and lines stored with padding.
+        const int lines = 5, depth = 2 * 1020 + 37;
+        OwnedMatrix<Scalar> source(lines, depth, order, 3, &random);
+        std::vector<std::uint8_t> out(static_cast<std::size_t>(lines) * depth);
+        std::vector<std::int32_t> sums(lines);
+        const std::uint32_t seed = 1000 + bits;
+        internal::RequantizeLines(kernel, internal::ViewOf(source.const_map()), bits, rounding,
+                                  seed, operand, out.data(), sums.data());
+        const MatrixMap<const std::uint8_t> requantized(out.data(), lines, depth, order);
+        for (int line = 0; line < lines; ++line) {
+          std::int64_t sum = 0;
+          for (int k = 0; k < depth; ++k) {
+            const std::int64_t expected =
+                ScalarRequantized(source.map(line, k), bits, rounding, seed, operand, line, k);
+            ASSERT_EQ(requantized(line, k), expected)
+                << KernelName(kernel) << ", " << bits << " bits, " << BitDepthRoundingName(rounding)
+                << ", line " << line << ", k " << k;
+            sum += expected;
+          }
+          ASSERT_EQ(sums[line], sum) << "line " << line;
+        }
+      }
+    }
+  }
+}
+
+TEST(RequantizeTest, EveryBitDepthAndStrategyMatchesTheScalarFormula) {
+  for (Kernel kernel : AvailableKernels()) {
+    for (Order order : {Order::kRowMajor, Order::kColMajor}) {
+      CheckRequantizeLines<std::uint8_t>(kernel, order);
+      CheckRequantizeLines<std::int8_t>(kernel, order);
+    }
+  }
+}
+
+TEST(RequantizeTest, ProbabilisticRoundingIsExactOnAverageOverAPeriod) {
+  // Over a whole period every offset 0..254 occurs once, and sum_o floor((x + o) / 255) = x:
+  // the mean requantized value is exactly s (2^N - 1) / 255.
+  for (BitDepthRounding rounding : {BitDepthRounding::kXorshift, BitDepthRounding::kAddMod97}) {
+    for (int value : {1, 77, 200, 254}) {
+      std::vector<std::uint8_t> source(255, static_cast<std::uint8_t>(value)), out(255);
+      std::int32_t sum = 0;
+      const internal::MatrixView view{
+          source.data(), internal::ElementType::kUint8, 1, 255, Order::kRowMajor, 255};
+      internal::RequantizeLines(Kernel::kReference, view, 5, rounding, 9, Operand::kLhs, out.data(),
+                                &sum);
+      EXPECT_EQ(sum, value * 31) << BitDepthRoundingName(rounding) << " " << value;
+    }
+  }
+}
+
+// The rescale's rounding against RoundDivide on random sums and terms, both signs, and its
+// saturation (which the depth guard keeps GEMMs from reaching).
+TEST(RescaleTest, RoundsToNearestAndSaturates) {
+  std::mt19937 random(5);
+  std::uniform_int_distribution<std::int32_t> sum(-(1 << 30), 1 << 30);
+  std::uniform_int_distribution<std::int64_t> term(-(1LL << 14), 1LL << 14);
+  for (const int divisor : {1, 3, 7 * 31, 127 * 255, 255 * 255}) {
+    constexpr int kRows = 3, kCols = 5, kStride = 8;
+    double lhs_a[kRows], lhs_b[kRows], rhs_a[kCols], rhs_b[kCols];
+    for (double* terms : {lhs_a, lhs_b}) {
+      for (int i = 0; i < kRows; ++i) terms[i] = static_cast<double>(term(random));
+    }
+    for (double* terms : {rhs_a, rhs_b}) {
+      for (int i = 0; i < kCols; ++i) terms[i] = static_cast<double>(term(random));
+    }
+    std::int32_t acc[kRows * kStride];
+    for (std::int32_t& value : acc) value = sum(random) / 65025 * (divisor == 1 ? 1 : 9);
+    acc[0] = std::numeric_limits<std::int32_t>::max();
+    acc[1] = std::numeric_limits<std::int32_t>::min();
+    std::int32_t expected[kRows * kStride];
+    for (int r = 0; r < kRows; ++r) {
+      for (int c = 0; c < kCols; ++c) {
+        const std::int64_t n =
+            65025LL * acc[r * kStride + c] +
+            static_cast<std::int64_t>(lhs_a[r]) * static_cast<std::int64_t>(rhs_a[c]) +
+            static_cast<std::int64_t>(lhs_b[r]) * static_cast<std::int64_t>(rhs_b[c]);
+        expected[r * kStride + c] = SaturateInt32(RoundDivide(n, divisor));
+      }
+    }
+    const internal::Rescale rescale{{lhs_a, lhs_b}, {rhs_a, rhs_b}, divisor};
+    internal::RescaleBlock(rescale, 0, kRows, 0, kCols, acc, kStride);
+    for (int r = 0; r < kRows; ++r) {
+      for (int c = 0; c < kCols; ++c) {
+        ASSERT_EQ(acc[r * kStride + c], expected[r * kStride + c])
+            << "divisor " << divisor << " (" << r << ", " << c << ")";
+      }
+    }
+    if (divisor < 65025) {
+      EXPECT_EQ(acc[0], std::numeric_limits<std::int32_t>::max());
+      EXPECT_EQ(acc[1], std::numeric_limits<std::int32_t>::min());
+    }
+  }
+}
+
+// One problem: operand types, orders, offsets and params from `index`.
+struct BitDepthProblem {
+  Shape shape;
+  std::uint32_t index;
+  BitDepthParams params;
+};
+
+BitDepthParams ParamsFor(std::uint32_t index) {
+  constexpr BitDepthRounding kAll[] = {BitDepthRounding::kNearest, BitDepthRounding::kXorshift,
+                                       BitDepthRounding::kAddMod97, BitDepthRounding::kAuto};
+  const std::uint32_t bits = index * 2654435761U >> 9;
+  return BitDepthParams{static_cast<int>(bits % 8) + 1, static_cast<int>((bits >> 3) % 8) + 1,
+                        kAll[(bits >> 6) % 4], bits >> 8, BitDepthMode::kRequantize};
+}
+
+class BitDepthGemmTest : public testing::TestWithParam<PathSetting> {
+ protected:
+  void SetUp() override { Configure(&context_, GetParam()); }
+
+  // Runs the GEMM (int32 result and a uint8 pipeline; plain and prepacked rhs) and compares
+  // every entry with ReferenceBitDepthResult.
+  template <typename Lhs, typename Rhs>
+  void Check(const Shape& shape, std::uint32_t index, const BitDepthParams& params) {
+    std::mt19937 random(index);
+    const Order lhs_order = index & 1 ? Order::kColMajor : Order::kRowMajor;
+    const Order rhs_order = index & 2 ? Order::kColMajor : Order::kRowMajor;
+    const Order result_order = index & 4 ? Order::kColMajor : Order::kRowMajor;
+    OwnedMatrix<Lhs> lhs(shape.rows, shape.depth, lhs_order, index % 3, &random);
+    OwnedMatrix<Rhs> rhs(shape.depth, shape.cols, rhs_order, index % 2, &random);
+    std::uniform_int_distribution<std::int32_t> offset(-255, 255);
+    std::vector<std::int32_t> lhs_offsets(shape.rows), rhs_offsets(shape.cols);
+    for (auto& value : lhs_offsets) value = offset(random);
+    for (auto& value : rhs_offsets) value = offset(random);
+    const bool per_channel = (index >> 3) & 1;
+    const Offsets lhs_offset =
+        per_channel ? Offsets(VectorMap<const std::int32_t>(lhs_offsets.data(), shape.rows))
+                    : Offsets(offset(random));
+    const Offsets rhs_offset =
+        per_channel ? Offsets(VectorMap<const std::int32_t>(rhs_offsets.data(), shape.cols))
+                    : Offsets(offset(random));
+    const std::vector<std::int32_t> expected =
+        ReferenceBitDepthResult(lhs.const_map(), rhs.const_map(), lhs_offset, rhs_offset, params);
+
+    OwnedMatrix<std::int32_t> acc(shape.rows, shape.cols, result_order, 0, &random);
+    Gemm(&context_, lhs.const_map(), rhs.const_map(), &acc.map, lhs_offset, rhs_offset, params);
+    const PrepackedRhs prepacked(&context_, rhs.const_map(), params);
+    OwnedMatrix<std::int32_t> prepacked_acc(shape.rows, shape.cols, result_order, 0, &random);
+    Gemm(&context_, lhs.const_map(), prepacked, &prepacked_acc.map, lhs_offset, rhs_offset, params);
+    const auto pipeline = std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 9, 7},
+                                          OutputStageSaturatingCastToUint8{});
+    OwnedMatrix<std::uint8_t> out(shape.rows, shape.cols, result_order, 1, &random);
+    GemmWithOutputPipeline(&context_, lhs.const_map(), rhs.const_map(), &out.map, lhs_offset,
+                           rhs_offset, pipeline, params);
+    for (int r = 0; r < shape.rows; ++r) {
+      for (int c = 0; c < shape.cols; ++c) {
+        const std::int32_t value = expected[r * shape.cols + c];
+        ASSERT_EQ(acc.map(r, c), value)
+            << "(" << r << ", " << c << ") of " << shape.rows << "x" << shape.depth << "x"
+            << shape.cols << ", L" << params.lhs_bits << "R" << params.rhs_bits << " "
+            << BitDepthRoundingName(params.rounding) << ", index " << index;
+        ASSERT_EQ(prepacked_acc.map(r, c), value) << "prepacked (" << r << ", " << c << ")";
+        ASSERT_EQ(out.map(r, c), meta::EvalPipeline(pipeline, value, r, c));
+      }
+    }
+  }
+
+  void CheckAnyTypes(const Shape& shape, std::uint32_t index, const BitDepthParams& params) {
+    switch ((index >> 4) % 4) {
+      case 0:
+        return Check<std::uint8_t, std::uint8_t>(shape, index, params);
+      case 1:
+        return Check<std::int8_t, std::uint8_t>(shape, index, params);
+      case 2:
+        return Check<std::uint8_t, std::int8_t>(shape, index, params);
+      default:
+        return Check<std::int8_t, std::int8_t>(shape, index, params);
+    }
+  }
+
+  Context context_;
+};
+
+TEST_P(BitDepthGemmTest, OddAndPrimeShapesMatchTheScalarReference) {
+  const int sizes[] = {1, 2, 3, 7, 13, 31, 61, 131};
+  constexpr int kCount = sizeof(sizes) / sizeof(sizes[0]);
+  std::uint32_t index = 0;
+  for (int i = 0; i < kCount; ++i) {
+    for (int j = 0; j < kCount; ++j) {
+      const Shape shape{sizes[i], sizes[(i + j) % kCount], sizes[j]};
+      CheckAnyTypes(shape, index, ParamsFor(index));
+      ++index;
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST_P(BitDepthGemmTest, DeepProductsCrossEveryBlockAndAutoChoosesBySize) {
+  // Past the Auto threshold and past several sequence periods and depth blocks.
+  for (const Shape shape : {Shape{67, kAutoRoundingMinDepth + 5, 29}, Shape{5, 700, 131}}) {
+    for (BitDepthRounding rounding : {BitDepthRounding::kAuto, BitDepthRounding::kXorshift}) {
+      const BitDepthParams params{7, 5, rounding, 77, BitDepthMode::kRequantize};
+      CheckAnyTypes(shape, static_cast<std::uint32_t>(shape.depth) + 16, params);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, BitDepthGemmTest, testing::ValuesIn(PathSettings({1, 2, 3})),
+                         PathSettingName);
+
+// Small shapes, one block unless the blocks are tiny: one thread suffices.
+class BitDepthSmallGemmTest : public BitDepthGemmTest {};
+
+TEST_P(BitDepthSmallGemmTest, EveryBitDepthPairAndStrategy) {
+  std::uint32_t index = 100;
+  for (int lhs_bits = 1; lhs_bits <= 8; ++lhs_bits) {
+    for (int rhs_bits = 1; rhs_bits <= 8; ++rhs_bits) {
+      for (BitDepthRounding rounding : kStrategies) {
+        const BitDepthParams params{lhs_bits, rhs_bits, rounding, index, BitDepthMode::kRequantize};
+        CheckAnyTypes(Shape{9, 37, 11}, index++, params);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, BitDepthSmallGemmTest, testing::ValuesIn(PathSettings({1})),
+                         PathSettingName);
+
+TEST(BitDepthTest, AutoIsNearestBelowTheThresholdAndAddModFromIt) {
+  EXPECT_EQ(ResolveRounding(BitDepthRounding::kAuto, kAutoRoundingMinDepth - 1),
+            BitDepthRounding::kNearest);
+  EXPECT_EQ(ResolveRounding(BitDepthRounding::kAuto, kAutoRoundingMinDepth),
+            BitDepthRounding::kAddMod97);
+  EXPECT_EQ(ResolveRounding(BitDepthRounding::kXorshift, 1), BitDepthRounding::kXorshift);
+}
+
+TEST(BitDepthTest, EightBitsRequantizedIsTheExactGemmAndSeedsMatter) {
+  Context context;
+  std::mt19937 random(3);
+  OwnedMatrix<std::int8_t> lhs(13, 300, Order::kRowMajor, 0, &random);
+  OwnedMatrix<std::uint8_t> rhs(300, 17, Order::kColMajor, 0, &random);
+  const auto exact = ReferenceAccumulators(lhs.const_map(), rhs.const_map(), 5, -128);
+  OwnedMatrix<std::int32_t> acc(13, 17, Order::kRowMajor, 0, &random);
+  for (BitDepthRounding rounding : kStrategies) {
+    Gemm(&context, lhs.const_map(), rhs.const_map(), &acc.map, 5, -128,
+         BitDepthParams{8, 8, rounding, 1, BitDepthMode::kRequantize});
+    for (int i = 0; i < 13 * 17; ++i) ASSERT_EQ(acc.storage[i], exact[i]) << i;
+  }
+  // Another seed moves probabilistic rounding's offsets, and so the result.
+  std::vector<std::int32_t> results[2];
+  for (std::uint32_t seed : {1u, 2u}) {
+    Gemm(&context, lhs.const_map(), rhs.const_map(), &acc.map, 5, -128,
+         BitDepthParams{5, 6, BitDepthRounding::kAddMod97, seed, BitDepthMode::kRequantize});
+    results[seed - 1].assign(acc.storage.begin(), acc.storage.begin() + 13 * 17);
+  }
+  EXPECT_NE(results[0], results[1]);
+}
+
+// Declared range: data drawn from the whole declared range, including both ends, on every
+// path; the result is the exact GEMM.
+class DeclaredRangeTest : public testing::TestWithParam<PathSetting> {};
+
+template <typename Scalar>
+void FillDeclared(OwnedMatrix<Scalar>* matrix, int bits, std::mt19937* random) {
+  const int min = std::is_signed<Scalar>::value ? -(1 << (bits - 1)) : 0;
+  const int max = std::is_signed<Scalar>::value ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
+  std::uniform_int_distribution<int> value(min, max);
+  for (auto& entry : matrix->storage) entry = static_cast<Scalar>(value(*random));
+  matrix->storage[0] = static_cast<Scalar>(min);
+  matrix->storage[1] = static_cast<Scalar>(max);
+}
+
+TEST_P(DeclaredRangeTest, ResultsAreExact) {
+  Context context;
+  Configure(&context, GetParam());
+  std::mt19937 random(11);
+  for (int bits = 1; bits <= 8; ++bits) {
+    const Shape shape{7 + bits, 29 * bits, 31 - bits};
+    OwnedMatrix<std::int8_t> lhs(shape.rows, shape.depth, Order::kRowMajor, 0, &random);
+    OwnedMatrix<std::uint8_t> rhs(shape.depth, shape.cols, Order::kColMajor, 0, &random);
+    FillDeclared(&lhs, bits, &random);
+    FillDeclared(&rhs, 9 - bits, &random);
+    const BitDepthParams params{bits, 9 - bits, BitDepthRounding::kAuto, 0,
+                                BitDepthMode::kDeclaredRange};
+    const auto exact = ReferenceAccumulators(lhs.const_map(), rhs.const_map(), -3, 17);
+    OwnedMatrix<std::int32_t> acc(shape.rows, shape.cols, Order::kColMajor, 0, &random);
+    Gemm(&context, lhs.const_map(), rhs.const_map(), &acc.map, -3, 17, params);
+    const PrepackedRhs prepacked(&context, rhs.const_map(), params);
+    OwnedMatrix<std::int32_t> prepacked_acc(shape.rows, shape.cols, Order::kColMajor, 0, &random);
+    Gemm(&context, lhs.const_map(), prepacked, &prepacked_acc.map, -3, 17, params);
+    for (int r = 0; r < shape.rows; ++r) {
+      for (int c = 0; c < shape.cols; ++c) {
+        ASSERT_EQ(acc.map(r, c), exact[r * shape.cols + c]) << bits << " bits";
+        ASSERT_EQ(prepacked_acc.map(r, c), exact[r * shape.cols + c]) << bits << " bits";
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, DeclaredRangeTest, testing::ValuesIn(PathSettings({1, 3})),
+                         PathSettingName);
+
+// Every rejected BitDepthParams, declared range and prepacked mismatch, with the result
+// untouched.
+class BitDepthErrorTest : public testing::Test {
+ protected:
+  static constexpr std::int32_t kSentinel = 0x5a5a5a5a;
+  BitDepthErrorTest()
+      : lhs_data_(4 * 6, 3),
+        rhs_data_(6 * 5, 1),
+        result_data_(4 * 5, kSentinel),
+        lhs_(lhs_data_.data(), 4, 6, Order::kRowMajor),
+        rhs_(rhs_data_.data(), 6, 5, Order::kColMajor),
+        result_(result_data_.data(), 4, 5, Order::kRowMajor) {}
+
+  void ExpectRejected(const BitDepthParams& params, const std::string& argument,
+                      const std::string& rule) {
+    ExpectError([&] { Gemm(&context_, lhs_, rhs_, &result_, 0, 0, params); }, argument, rule);
+    for (std::int32_t entry : result_data_) ASSERT_EQ(entry, kSentinel) << "result was written";
+  }
+
+  Context context_;
+  std::vector<std::uint8_t> lhs_data_;
+  std::vector<std::int8_t> rhs_data_;
+  std::vector<std::int32_t> result_data_;
+  MatrixMap<const std::uint8_t> lhs_;
+  MatrixMap<const std::int8_t> rhs_;
+  MatrixMap<std::int32_t> result_;
+};
+
+TEST_F(BitDepthErrorTest, FieldsOutOfRange) {
+  ExpectRejected(BitDepthParams{0, 8}, "bit_depth.lhs_bits", "must be in [1, 8], got 0");
+  ExpectRejected(BitDepthParams{9, 8}, "bit_depth.lhs_bits", "must be in [1, 8], got 9");
+  ExpectRejected(BitDepthParams{8, 0}, "bit_depth.rhs_bits", "must be in [1, 8], got 0");
+  ExpectRejected(BitDepthParams{8, 9}, "bit_depth.rhs_bits", "must be in [1, 8], got 9");
+  ExpectRejected(BitDepthParams{4, 4, static_cast<BitDepthRounding>(4)}, "bit_depth.rounding",
+                 "must be BitDepthRounding::kNearest, kXorshift, kAddMod97 or kAuto, got 4");
+  ExpectRejected(BitDepthParams{4, 4, static_cast<BitDepthRounding>(-1)}, "bit_depth.rounding",
+                 "got -1");
+  ExpectRejected(BitDepthParams{4, 4, BitDepthRounding::kAuto, 0, static_cast<BitDepthMode>(2)},
+                 "bit_depth.mode", "must be BitDepthMode::kRequantize or kDeclaredRange, got 2");
+  test::ExpectError(
+      [&] {
+        PrepackedRhs(&context_, rhs_, BitDepthParams{4, 0});
+      },
+      "bit_depth.rhs_bits", "got 0");
+}
+
+TEST_F(BitDepthErrorTest, DeclaredValuesOutsideTheirBitDepth) {
+  const BitDepthParams two_bits{2, 2, BitDepthRounding::kAuto, 0, BitDepthMode::kDeclaredRange};
+  lhs_data_[2 * 6 + 5] = 4;
+  ExpectRejected(two_bits, "lhs",
+                 "holds 4 at (2, 5), outside [0, 3]: BitDepthMode::kDeclaredRange promises 2-bit "
+                 "values (bit_depth.lhs_bits)");
+  lhs_data_[2 * 6 + 5] = 3;
+  rhs_data_[3 * 6 + 1] = -3;
+  ExpectRejected(two_bits, "rhs", "holds -3 at (1, 3), outside [-2, 1]");
+  rhs_data_[3 * 6 + 1] = -2;
+  rhs_data_[0] = 2;
+  ExpectRejected(two_bits, "rhs", "(bit_depth.rhs_bits)");
+  test::ExpectError([&] { PrepackedRhs(&context_, rhs_, two_bits); }, "rhs", "holds 2 at (0, 0)");
+  rhs_data_[0] = 1;
+  // At the edges of the range the same data is accepted.
+  Gemm(&context_, lhs_, rhs_, &result_, 0, 0, two_bits);
+  EXPECT_EQ(result_(2, 3), 3 * (-2) + 5 * 3 * 1);
+}
+
+TEST_F(BitDepthErrorTest, PrepackedRhsWithOtherParams) {
+  const BitDepthParams params{7, 5, BitDepthRounding::kXorshift, 4, BitDepthMode::kRequantize};
+  const PrepackedRhs narrow(&context_, rhs_, params);
+  const PrepackedRhs plain(&context_, rhs_);
+  const auto run = [&](const PrepackedRhs& rhs, const BitDepthParams& call) {
+    ExpectError([&] { Gemm(&context_, lhs_, rhs, &result_, 0, 0, call); },
+                call.rhs_bits != params.rhs_bits   ? "bit_depth.rhs_bits"
+                : call.rounding != params.rounding ? "bit_depth.rounding"
+                : call.seed != params.seed         ? "bit_depth.seed"
+                                                   : "bit_depth.mode",
+                "must equal the prepacked rhs's");
+  };
+  run(narrow, BitDepthParams{7, 6, BitDepthRounding::kXorshift, 4});
+  run(narrow, BitDepthParams{7, 5, BitDepthRounding::kAddMod97, 4});
+  run(narrow, BitDepthParams{7, 5, BitDepthRounding::kXorshift, 5});
+  run(narrow, BitDepthParams{7, 5, BitDepthRounding::kXorshift, 4, BitDepthMode::kDeclaredRange});
+  ExpectError([&] { Gemm(&context_, lhs_, narrow, &result_, 0, 0); }, "rhs",
+              "was prepacked with BitDepthParams (7-bit lhs, 5-bit rhs, requantized with xorshift "
+              "rounding, seed 4); pass the same BitDepthParams");
+  ExpectError([&] { Gemm(&context_, lhs_, plain, &result_, 0, 0, params); }, "rhs",
+              "was prepacked without BitDepthParams");
+  for (std::int32_t entry : result_data_) ASSERT_EQ(entry, kSentinel) << "result was written";
+  // lhs_bits may differ where the kernel it selects reads the same rhs layout: any lhs against
+  // a 5-bit rhs; but against an 8-bit rhs, an 8-bit lhs needs the ordinary layout.
+  Gemm(&context_, lhs_, narrow, &result_, 0, 0,
+       BitDepthParams{3, 5, BitDepthRounding::kXorshift, 4});
+  const BitDepthParams eight_bit_rhs{7, 8, BitDepthRounding::kNearest};
+  const PrepackedRhs wide(&context_, rhs_, eight_bit_rhs);
+  Gemm(&context_, lhs_, wide, &result_, 0, 0, BitDepthParams{2, 8, BitDepthRounding::kNearest});
+  const bool narrow_kernels = !internal::SameRhsLayout(
+      internal::GetPrepackedRhsKernelImplementation(context_.ResolvedKernel(), 7, 8).format,
+      internal::GetPrepackedRhsKernelImplementation(context_.ResolvedKernel(), 8, 8).format);
+  if (narrow_kernels) {
+    ExpectError(
+        [&] {
+          Gemm(&context_, lhs_, wide, &result_, 0, 0,
+               BitDepthParams{8, 8, BitDepthRounding::kNearest});
+        },
+        "bit_depth.lhs_bits", "selects a kernel with another rhs layout");
+  }
+}
+
+TEST_F(BitDepthErrorTest, OrdinaryChecksStillComeFirst) {
+  const MatrixMap<const std::uint8_t> short_lhs(lhs_data_.data(), 4, 5, Order::kRowMajor);
+  ExpectError(
+      [&] {
+        Gemm(&context_, short_lhs, rhs_, &result_, 0, 0, BitDepthParams{4, 4});
+      },
+      "rhs.rows", "must equal lhs.cols");
+  ExpectError(
+      [&] { Gemm(static_cast<Context*>(nullptr), lhs_, rhs_, &result_, 0, 0, BitDepthParams{}); },
+      "context", "must not be null");
+}
+
+}  // namespace
+}  // namespace test
+}  // namespace lowbit
