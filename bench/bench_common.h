@@ -77,11 +77,12 @@ inline void RunAndReportGops(benchmark::State& state, const Shape& shape,
                            static_cast<double>(state.iterations()) / seconds / 1e9;
 }
 
-// Registers one benchmark per case; `setup(case)` prepares operands and returns the call to
-// time.
+// Registers one benchmark per case (by default, Cases()); `setup(case)` prepares operands and
+// returns the call to time.
 inline void RegisterCases(const std::string& library, const std::string& setting,
-                          const std::function<std::function<void()>(const Case&)>& setup) {
-  for (const Case& c : Cases()) {
+                          const std::function<std::function<void()>(const Case&)>& setup,
+                          const std::vector<Case>& cases = Cases()) {
+  for (const Case& c : cases) {
     benchmark::RegisterBenchmark(CaseName(library, setting, c).c_str(),
                                  [c, setup](benchmark::State& state) {
                                    const std::function<void()> gemm = setup(c);

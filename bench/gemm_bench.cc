@@ -1,6 +1,7 @@
 // lowbit's GEMM throughput for every available kernel, and every installed peer's on the same
 // cases: lowbit/<kernel>/<M>x<N>x<K>/threads:<t> with the uint8 -> uint8
-// QuantizeDownInt32ByFixedPoint + saturating cast pipeline.
+// QuantizeDownInt32ByFixedPoint + saturating cast pipeline; and lowbit's narrow settings
+// (lowbit/<kernel>_<setting>/...), requantizing inside the timed call.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -22,17 +23,40 @@ struct LowbitProblem {
   std::unique_ptr<lowbit::PrepackedRhs> prepacked_rhs;
 };
 
-// With `prepack`, the rhs (the weights) is packed once here, outside the timed calls.
-std::function<void()> SetUpLowbit(lowbit::Kernel kernel, bool prepack, const Case& c) {
+// A narrow setting: its name in the benchmark and its parameters.
+struct BitDepthSetting {
+  const char* name;
+  lowbit::BitDepthParams params;
+};
+
+// The narrow targets: requantized 7 x 5 and 4 x 4 bits, and 7-bit lhs data declared as
+// such against a full 8-bit rhs (exact); the same run's 8-bit cases are the baseline.
+const BitDepthSetting kBitDepthSettings[] = {
+    {"L7R5", {7, 5, lowbit::BitDepthRounding::kAuto, 1, lowbit::BitDepthMode::kRequantize}},
+    {"L4R4", {4, 4, lowbit::BitDepthRounding::kAuto, 1, lowbit::BitDepthMode::kRequantize}},
+    {"declared_L7R8",
+     {7, 8, lowbit::BitDepthRounding::kNearest, 0, lowbit::BitDepthMode::kDeclaredRange}},
+};
+
+// With `prepack`, the rhs (the weights) is packed once here, outside the timed calls. With
+// `bit_depth`, the GEMM is narrow; in declared-range mode the lhs is made to fit its bits.
+std::function<void()> SetUpLowbit(lowbit::Kernel kernel, bool prepack, const Case& c,
+                                  const lowbit::BitDepthParams* bit_depth = nullptr) {
   const Shape& s = c.shape;
   auto problem = std::make_shared<LowbitProblem>(s);
+  if (bit_depth != nullptr && bit_depth->mode == lowbit::BitDepthMode::kDeclaredRange) {
+    for (std::uint8_t& value : problem->operands.lhs) value >>= 8 - bit_depth->lhs_bits;
+    for (std::uint8_t& value : problem->operands.rhs) value >>= 8 - bit_depth->rhs_bits;
+  }
   problem->context.set_kernel(kernel);
   problem->context.set_max_num_threads(c.threads);
   const lowbit::MatrixMap<const std::uint8_t> rhs(problem->operands.rhs.data(), s.depth, s.cols,
                                                   lowbit::Order::kColMajor);
   if (prepack)
     problem->prepacked_rhs = std::make_unique<lowbit::PrepackedRhs>(&problem->context, rhs);
-  return [problem, s, rhs] {
+  const lowbit::BitDepthParams narrow =
+      bit_depth != nullptr ? *bit_depth : lowbit::BitDepthParams{};
+  return [problem, s, rhs, narrow, bit_depth] {
     const lowbit::MatrixMap<const std::uint8_t> lhs(problem->operands.lhs.data(), s.rows, s.depth,
                                                     lowbit::Order::kRowMajor);
     lowbit::MatrixMap<std::uint8_t> result(problem->operands.result.data(), s.rows, s.cols,
@@ -40,7 +64,10 @@ std::function<void()> SetUpLowbit(lowbit::Kernel kernel, bool prepack, const Cas
     const auto pipeline =
         std::make_tuple(lowbit::OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 15, 128},
                         lowbit::OutputStageSaturatingCastToUint8{});
-    if (problem->prepacked_rhs != nullptr) {
+    if (bit_depth != nullptr) {
+      lowbit::GemmWithOutputPipeline(&problem->context, lhs, rhs, &result, -128, -128, pipeline,
+                                     narrow);
+    } else if (problem->prepacked_rhs != nullptr) {
       lowbit::GemmWithOutputPipeline(&problem->context, lhs, *problem->prepacked_rhs, &result, -128,
                                      -128, pipeline);
     } else {
@@ -55,6 +82,13 @@ void RegisterLowbit() {
       RegisterCases("lowbit",
                     std::string(lowbit::KernelName(kernel)) + (prepack ? "_prepacked" : ""),
                     [kernel, prepack](const Case& c) { return SetUpLowbit(kernel, prepack, c); });
+    }
+    for (const BitDepthSetting& setting : kBitDepthSettings) {
+      RegisterCases("lowbit", std::string(lowbit::KernelName(kernel)) + "_" + setting.name,
+                    [kernel, &setting](const Case& c) {
+                      return SetUpLowbit(kernel, false, c, &setting.params);
+                    },
+                    {{{1024, 1024, 1024}, 1}, {{256, 256, 256}, 1}});
     }
   }
 }
