@@ -4,6 +4,7 @@
 #define LOWBIT_INTERNAL_KERNEL_H_
 
 #include <cstdint>
+#include <type_traits>
 
 #include "internal/driver.h"
 #include "public/context.h"
@@ -106,6 +107,27 @@ inline bool SameRhsLayout(const KernelFormat& a, const KernelFormat& b) {
 }
 
 inline int RoundUp(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+// Calls function(std::integral_constant<int, rows>()) for 1 <= rows <= kMaxRows <= 6: the
+// micro-kernels instantiate one loop per row count of a short last panel.
+template <int kMaxRows, typename Function>
+void ForRowCount(int rows, Function&& function) {
+  static_assert(kMaxRows >= 1 && kMaxRows <= 6, "register tiles have 1 to 6 rows");
+  switch (rows) {
+    case 1:
+      return function(std::integral_constant<int, 1>());
+    case 2:
+      return function(std::integral_constant<int, (kMaxRows < 2 ? kMaxRows : 2)>());
+    case 3:
+      return function(std::integral_constant<int, (kMaxRows < 3 ? kMaxRows : 3)>());
+    case 4:
+      return function(std::integral_constant<int, (kMaxRows < 4 ? kMaxRows : 4)>());
+    case 5:
+      return function(std::integral_constant<int, (kMaxRows < 5 ? kMaxRows : 5)>());
+    default:
+      return function(std::integral_constant<int, kMaxRows>());
+  }
+}
 
 // Narrow kernels (kUint8 lhs, kInt8 rhs, as packed) add pairs of products in int16: a pair is
 // at most (2^lhs_bits - 1) * 2^(rhs_bits - 1) * 2 in magnitude, so `steps` pairs fit int16 while

@@ -99,14 +99,9 @@ struct NarrowTile {
                           std::int32_t* acc, int acc_stride, bool accumulate) {
     const auto* lhs = static_cast<const std::uint8_t*>(lhs_panel);
     const auto* rhs = static_cast<const std::int8_t*>(rhs_panel);
-    switch (rows) {
-      case 1:
-        return Rows<kSteps, 1>(lhs, rhs, padded_depth, acc, acc_stride, accumulate);
-      case 2:
-        return Rows<kSteps, 2>(lhs, rhs, padded_depth, acc, acc_stride, accumulate);
-      default:
-        return Rows<kSteps, kNarrowRows>(lhs, rhs, padded_depth, acc, acc_stride, accumulate);
-    }
+    ForRowCount<kNarrowRows>(rows, [&](auto used_rows) {
+      Rows<kSteps, decltype(used_rows)::value>(lhs, rhs, padded_depth, acc, acc_stride, accumulate);
+    });
   }
 };
 

@@ -34,7 +34,8 @@ void MicroKernelReference(const void* lhs_panel, const void* rhs_panel, int padd
   // offset terms added at unpacking bring a wrapped sum back to the exact result.
   std::uint32_t sums[kRows][kCols] = {};
   for (int group = 0; group < padded_depth; group += kGroup) {
-    for (int i = 0; i < rows; ++i) {
+    // The whole tile, whose constant bounds the compiler unrolls; only `rows` rows are stored.
+    for (int i = 0; i < kRows; ++i) {
       for (int j = 0; j < kCols; ++j) {
         for (int k = 0; k < kGroup; ++k) {
           sums[i][j] += static_cast<std::uint32_t>(lhs[i * kGroup + k] * rhs[j * kGroup + k]);
