@@ -243,26 +243,17 @@ class Writer {
   }
 
  private:
-  // Entries [first, end) of line `line`: kBatch vectors of lanes at a time, whose programs
+  // Entries [first, end) of line `line`: batches of vectors of lanes at a time, whose programs
   // run side by side (one vector's program is a single chain of dependent operations).
   void WriteLine(int line, int first, int end, std::ptrdiff_t line_step,
                  std::ptrdiff_t entry_step) {
-    constexpr int kBatch = 4;
     StartLine(line);
     const std::int32_t* acc = block_.data + line * line_step;
     int entry = first;
     if (entry_step == 1) {
-      for (; entry + kBatch * Isa::kLanes <= end; entry += kBatch * Isa::kLanes) {
-        Raw vectors[kBatch];
-        for (int j = 0; j < kBatch; ++j) {
-          const int first_entry = entry + j * Isa::kLanes;
-          vectors[j] = line_terms_.AddTo(Isa::Load(acc + first_entry), first_entry, Isa::kLanes);
-        }
-        for (int k = 0; k < count_; ++k) instructions_[k].Run(vectors, entry, Isa::kLanes);
-        for (int j = 0; j < kBatch; ++j) {
-          Isa::Store(vectors[j], size_, out_ + (entry + j * Isa::kLanes) * size_);
-        }
-      }
+      entry = size_ == 1   ? WriteBatches<1>(acc, entry, end)
+              : size_ == 2 ? WriteBatches<2>(acc, entry, end)
+                           : WriteBatches<4>(acc, entry, end);
     }
     std::int32_t gathered[Isa::kLanes];
     for (; entry < end; entry += Isa::kLanes) {
@@ -276,6 +267,28 @@ class Writer {
       }
       Finish(line_terms_.AddTo(v, entry, count), entry, count);
     }
+  }
+
+  // The whole batches of contiguous entries from `entry` on, with kSize-byte results; returns
+  // where they end. The element size is a constant and the line's output pointer a local: a
+  // store through a char pointer could alias any member, so GCC would reload each one after it.
+  template <int kSize>
+  int WriteBatches(const std::int32_t* acc, int entry, int end) {
+    constexpr int kBatch = 4;
+    char* const out = out_;
+    const int count = count_;
+    for (; entry + kBatch * Isa::kLanes <= end; entry += kBatch * Isa::kLanes) {
+      Raw vectors[kBatch];
+      for (int j = 0; j < kBatch; ++j) {
+        const int first_entry = entry + j * Isa::kLanes;
+        vectors[j] = line_terms_.AddTo(Isa::Load(acc + first_entry), first_entry, Isa::kLanes);
+      }
+      for (int k = 0; k < count; ++k) instructions_[k].Run(vectors, entry, Isa::kLanes);
+      for (int j = 0; j < kBatch; ++j) {
+        Isa::Store(vectors[j], kSize, out + (entry + j * Isa::kLanes) * kSize);
+      }
+    }
+    return entry;
   }
 
   void StartLine(int line) {
