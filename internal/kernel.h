@@ -143,6 +143,32 @@ constexpr int Int16Steps(int bound) {
   return steps;
 }
 
+// Returns function(std::integral_constant<int, steps>()) for steps a power of two from kMinSteps
+// (1 or 2) to kMaxNarrowInt16Steps: each narrow kernel is instantiated once per step count, and
+// none below the fewest it can take.
+template <int kMinSteps, typename Function>
+auto ForInt16Steps(int steps, Function&& function) {
+  static_assert(kMinSteps == 1 || kMinSteps == 2, "narrow kernels take one or two steps at least");
+  switch (steps) {
+    case 1:
+      return function(std::integral_constant<int, kMinSteps>());
+    case 2:
+      return function(std::integral_constant<int, 2>());
+    case 4:
+      return function(std::integral_constant<int, 4>());
+    case 8:
+      return function(std::integral_constant<int, 8>());
+    case 16:
+      return function(std::integral_constant<int, 16>());
+    case 32:
+      return function(std::integral_constant<int, 32>());
+    case 64:
+      return function(std::integral_constant<int, 64>());
+    default:
+      return function(std::integral_constant<int, kMaxNarrowInt16Steps>());
+  }
+}
+
 constexpr int NarrowInt16Steps(int lhs_bits, int rhs_bits) {
   return Int16Steps(((1 << lhs_bits) - 1) << rhs_bits);
 }

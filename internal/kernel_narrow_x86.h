@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "internal/kernel.h"
+#include "internal/kernel_pairs_x86.h"
 #include "internal/pack_x86.h"
 
 namespace lowbit {
@@ -20,19 +21,13 @@ namespace internal {
 constexpr int kNarrowRows = 3;
 constexpr int kNarrowGroup = 4;
 
-// Isa provides Vector, kInt32Lanes and: Zero(), Load(const void*), BroadcastGroup(const
-// std::uint8_t*) (4 bytes to every 32-bit lane), MultiplyAddBytes(unsigned, signed) (pmaddubsw),
-// AddInt16, WidenPairs (pmaddwd by ones), AddInt32, LoadInt32(const std::int32_t*) and
-// StoreInt32(std::int32_t*, Vector).
+// Isa provides what kernel_pairs_x86.h asks for, and Load(const void*), MultiplyAddBytes(unsigned,
+// signed) (pmaddubsw), AddInt16 and WidenPairs (pmaddwd by ones).
 template <typename Isa>
 struct NarrowTile {
   using Vector = typename Isa::Vector;
+  using Row = TileRow<Isa>;
   static constexpr int kCols = 2 * Isa::kInt32Lanes;
-
-  struct Row {
-    Vector low;
-    Vector high;
-  };
 
   // The int16 sums of one step: this row's group of 4 lhs bytes against both rhs vectors.
   static Row Step(Row sums, const std::uint8_t* lhs_group, Vector rhs_low, Vector rhs_high) {
@@ -44,15 +39,6 @@ struct NarrowTile {
   static Row Widen(Row wide, Row narrow) {
     return {Isa::AddInt32(wide.low, Isa::WidenPairs(narrow.low)),
             Isa::AddInt32(wide.high, Isa::WidenPairs(narrow.high))};
-  }
-
-  static void Store(Row sums, bool accumulate, std::int32_t* acc) {
-    if (accumulate) {
-      sums.low = Isa::AddInt32(sums.low, Isa::LoadInt32(acc));
-      sums.high = Isa::AddInt32(sums.high, Isa::LoadInt32(acc + Isa::kInt32Lanes));
-    }
-    Isa::StoreInt32(acc, sums.low);
-    Isa::StoreInt32(acc + Isa::kInt32Lanes, sums.high);
   }
 
   // The first kUsedRows rows of the tile, widening to int32 every kSteps depth groups. Named
@@ -91,7 +77,7 @@ struct NarrowTile {
       if (kUsedRows > 2) wide2 = Widen(wide2, narrow2);
     }
     const Row rows[kNarrowRows] = {wide0, wide1, wide2};
-    for (int i = 0; i < kUsedRows; ++i) Store(rows[i], accumulate, acc + i * acc_stride);
+    for (int i = 0; i < kUsedRows; ++i) rows[i].Store(accumulate, acc + i * acc_stride);
   }
 
   template <int kSteps>
@@ -131,24 +117,8 @@ struct NarrowKernels {
 
   // `steps` is a power of two from 1 to kMaxNarrowInt16Steps.
   static const KernelImplementation& ForSteps(int steps) {
-    switch (steps) {
-      case 1:
-        return WithSteps<1>();
-      case 2:
-        return WithSteps<2>();
-      case 4:
-        return WithSteps<4>();
-      case 8:
-        return WithSteps<8>();
-      case 16:
-        return WithSteps<16>();
-      case 32:
-        return WithSteps<32>();
-      case 64:
-        return WithSteps<64>();
-      default:
-        return WithSteps<kMaxNarrowInt16Steps>();
-    }
+    return *ForInt16Steps<1>(steps,
+                             [](auto constant) { return &WithSteps<decltype(constant)::value>(); });
   }
 };
 

@@ -99,6 +99,20 @@ void PackRhsNeon(const MatrixView& source, int start, int count, int depth_start
   PackNeon(source, kNeonFormat.rhs_cols, start, count, depth_start, depth, packed, sums);
 }
 
+// Folds each (row, column) pair's four int32 lanes into one and stores (or adds) the first
+// `rows` rows of the tile.
+inline void StoreTile(const int32x4_t (&lanes)[kNeonFormat.lhs_rows][kNeonFormat.rhs_cols],
+                      int rows, std::int32_t* acc, int acc_stride, bool accumulate) {
+  for (int i = 0; i < rows; ++i) {
+    // [sum of lanes[i][0], ..., sum of lanes[i][3]]: row i of the tile.
+    int32x4_t row =
+        vpaddq_s32(vpaddq_s32(lanes[i][0], lanes[i][1]), vpaddq_s32(lanes[i][2], lanes[i][3]));
+    std::int32_t* out = acc + static_cast<std::ptrdiff_t>(i) * acc_stride;
+    if (accumulate) row = vaddq_s32(row, vld1q_s32(out));
+    vst1q_s32(out, row);
+  }
+}
+
 // Per group, each of the 16 (row, column) pairs multiplies 16 int8 values into int16
 // (vmull_s8, exact) and adds adjacent pairs of products into its four int32 lanes
 // (vpadalq_s16, exact: a pair is at most 32768 in magnitude). Not vmlal_s8: it sums two
@@ -130,14 +144,7 @@ void MicroKernelNeon(const void* lhs_panel, const void* rhs_panel, int padded_de
     lhs += kRows * kGroup;
     rhs += kCols * kGroup;
   }
-  for (int i = 0; i < rows; ++i) {
-    // [sum of lanes[i][0], ..., sum of lanes[i][3]]: row i of the tile.
-    int32x4_t row =
-        vpaddq_s32(vpaddq_s32(lanes[i][0], lanes[i][1]), vpaddq_s32(lanes[i][2], lanes[i][3]));
-    std::int32_t* out = acc + static_cast<std::ptrdiff_t>(i) * acc_stride;
-    if (accumulate) row = vaddq_s32(row, vld1q_s32(out));
-    vst1q_s32(out, row);
-  }
+  StoreTile(lanes, rows, acc, acc_stride, accumulate);
 }
 
 // The narrow kernel: the same tile and packing, but vmlal_s8 adds kSteps products (two per
@@ -181,13 +188,7 @@ void MicroKernelNeonNarrow(const void* lhs_panel, const void* rhs_panel, int pad
       for (int j = 0; j < kCols; ++j) wide[i][j] = vpadalq_s16(wide[i][j], narrow[i][j]);
     }
   }
-  for (int i = 0; i < rows; ++i) {
-    int32x4_t row =
-        vpaddq_s32(vpaddq_s32(wide[i][0], wide[i][1]), vpaddq_s32(wide[i][2], wide[i][3]));
-    std::int32_t* out = acc + static_cast<std::ptrdiff_t>(i) * acc_stride;
-    if (accumulate) row = vaddq_s32(row, vld1q_s32(out));
-    vst1q_s32(out, row);
-  }
+  StoreTile(wide, rows, acc, acc_stride, accumulate);
 }
 
 template <int kSteps>
@@ -206,25 +207,10 @@ const KernelImplementation& NeonKernel() {
 }
 
 const KernelImplementation* NeonNarrowKernel(int lhs_bits, int rhs_bits) {
-  switch (NeonNarrowInt16Steps(lhs_bits, rhs_bits)) {
-    case 0:
-    case 1:
-      return nullptr;
-    case 2:
-      return &NeonNarrowWithSteps<2>();
-    case 4:
-      return &NeonNarrowWithSteps<4>();
-    case 8:
-      return &NeonNarrowWithSteps<8>();
-    case 16:
-      return &NeonNarrowWithSteps<16>();
-    case 32:
-      return &NeonNarrowWithSteps<32>();
-    case 64:
-      return &NeonNarrowWithSteps<64>();
-    default:
-      return &NeonNarrowWithSteps<kMaxNarrowInt16Steps>();
-  }
+  const int steps = NeonNarrowInt16Steps(lhs_bits, rhs_bits);
+  if (steps < 2) return nullptr;
+  return ForInt16Steps<2>(
+      steps, [](auto constant) { return &NeonNarrowWithSteps<decltype(constant)::value>(); });
 }
 
 }  // namespace internal

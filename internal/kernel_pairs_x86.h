@@ -18,37 +18,44 @@ namespace internal {
 constexpr int kPairRows = 6;
 constexpr int kPairGroup = 2;
 
-// Isa provides what kernel_narrow_x86.h asks for, and MultiplyAddPairs (pmaddwd) and
-// LoadPairs(const std::int16_t*) / LoadPairs(const std::int8_t*): kInt32Lanes columns' pairs as
-// int16, from int16 or (sign-extended) int8 panels.
+// One row of an x86 tile (this one and kernel_narrow_x86.h's): its accumulators for the low and
+// high rhs vectors. Passed and returned by value: accumulators whose address is taken end up on
+// the stack.
+template <typename Isa>
+struct TileRow {
+  using Vector = typename Isa::Vector;
+  Vector low;
+  Vector high;
+
+  // Stores the row's int32 sums at acc, or adds them to what is there.
+  void Store(bool accumulate, std::int32_t* acc) const {
+    Vector sums_low = low, sums_high = high;
+    if (accumulate) {
+      sums_low = Isa::AddInt32(sums_low, Isa::LoadInt32(acc));
+      sums_high = Isa::AddInt32(sums_high, Isa::LoadInt32(acc + Isa::kInt32Lanes));
+    }
+    Isa::StoreInt32(acc, sums_low);
+    Isa::StoreInt32(acc + Isa::kInt32Lanes, sums_high);
+  }
+};
+
+// Isa provides Vector, kInt32Lanes and: Zero(), BroadcastGroup(const std::uint8_t*) (4 bytes to
+// every 32-bit lane), MultiplyAddPairs (pmaddwd), AddInt32, LoadInt32(const std::int32_t*),
+// StoreInt32(std::int32_t*, Vector), and LoadPairs(const std::int16_t*) / LoadPairs(const
+// std::int8_t*): kInt32Lanes columns' pairs as int16, from int16 or (sign-extended) int8 panels.
 template <typename Isa>
 struct PairTile {
   using Vector = typename Isa::Vector;
+  using Row = TileRow<Isa>;
   static constexpr int kCols = 2 * Isa::kInt32Lanes;
   static constexpr KernelFormat Format(PackedType rhs_type) {
     return {kPairRows, kCols, kPairGroup, PackedType::kInt16, rhs_type};
   }
 
-  // One row of the tile: its accumulators for the low and high rhs vectors. Passed and returned
-  // by value: accumulators whose address is taken end up on the stack.
-  struct Row {
-    Vector low;
-    Vector high;
-  };
-
   static Row MultiplyRow(Row sums, const std::int16_t* lhs_pair, Vector rhs_low, Vector rhs_high) {
     const Vector pair = Isa::BroadcastGroup(reinterpret_cast<const std::uint8_t*>(lhs_pair));
     return {Isa::AddInt32(sums.low, Isa::MultiplyAddPairs(pair, rhs_low)),
             Isa::AddInt32(sums.high, Isa::MultiplyAddPairs(pair, rhs_high))};
-  }
-
-  static void Store(Row sums, bool accumulate, std::int32_t* acc) {
-    if (accumulate) {
-      sums.low = Isa::AddInt32(sums.low, Isa::LoadInt32(acc));
-      sums.high = Isa::AddInt32(sums.high, Isa::LoadInt32(acc + Isa::kInt32Lanes));
-    }
-    Isa::StoreInt32(acc, sums.low);
-    Isa::StoreInt32(acc + Isa::kInt32Lanes, sums.high);
   }
 
   // The first kUsedRows rows of the tile. One named Row per row, not an array (GCC keeps an
@@ -87,7 +94,7 @@ struct PairTile {
       rhs += kPairGroup * kCols;
     }
     const Row rows[kPairRows] = {row0, row1, row2, row3, row4, row5};
-    for (int i = 0; i < kUsedRows; ++i) Store(rows[i], accumulate, acc + i * acc_stride);
+    for (int i = 0; i < kUsedRows; ++i) rows[i].Store(accumulate, acc + i * acc_stride);
   }
 
   // A MicroKernelFunction: a short last panel (a matrix-vector product has one row) multiplies
