@@ -110,21 +110,27 @@ std::vector<KernelWriter> Writers() {
 TEST(OutputWriterTest, EveryCompiledStageMatchesScalarEval) {
   constexpr std::int32_t kMin = std::numeric_limits<std::int32_t>::min();
   constexpr std::int32_t kMax = std::numeric_limits<std::int32_t>::max();
-  std::vector<std::int32_t> per_channel(64);
-  std::vector<std::int32_t> shifts(64), exponents(64), multipliers(64);
+  // One value per channel of the largest block below (67 lines after a start of 5).
+  constexpr int kChannels = 72;
+  std::vector<std::int32_t> per_channel(kChannels);
+  std::vector<std::int32_t> shifts(kChannels), exponents(kChannels), multipliers(kChannels);
   std::mt19937 random(11);
-  for (int i = 0; i < 64; ++i) {
+  for (int i = 0; i < kChannels; ++i) {
     per_channel[i] = static_cast<std::int32_t>(random());
     shifts[i] = i % 32;
     exponents[i] = i % 62 - 31;
     multipliers[i] =
         i % 3 == 0 ? (i % 2 == 0 ? kMax : kMin) : static_cast<std::int32_t>(random() >> 1);
   }
-  const VectorMap<const std::int32_t> channel_values(per_channel.data(), 64);
+  const VectorMap<const std::int32_t> channel_values(per_channel.data(), kChannels);
   for (const KernelWriter& kernel_writer : Writers()) {
     SCOPED_TRACE(KernelName(kernel_writer.kernel));
     const internal::OutputWriter writer = kernel_writer.writer;
-    for (int length = 1; length <= 17; ++length) {
+    // Every short length, and lines long enough for whole batches of vectors (the writers'
+    // inner loops) with and without a remainder.
+    std::vector<int> lengths = {31, 32, 33, 48, 67};
+    for (int length = 1; length <= 17; ++length) lengths.push_back(length);
+    for (int length : lengths) {
       for (int shift = 0; shift <= 31; ++shift) {
         CheckWriter(
             writer,
@@ -154,18 +160,19 @@ TEST(OutputWriterTest, EveryCompiledStageMatchesScalarEval) {
         }
       }
       for (ChannelAxis axis : {ChannelAxis::kRow, ChannelAxis::kCol}) {
-        CheckWriter(writer,
-                    std::make_tuple(OutputStageBiasAddition{channel_values, axis},
-                                    OutputStageQuantizeDownInt32ByFixedPointPerChannel{
-                                        VectorMap<const std::int32_t>(multipliers.data(), 64),
-                                        VectorMap<const std::int32_t>(shifts.data(), 64), 9, axis},
-                                    OutputStageSaturatingCastToUint8{}),
-                    length, 19);
+        CheckWriter(
+            writer,
+            std::make_tuple(OutputStageBiasAddition{channel_values, axis},
+                            OutputStageQuantizeDownInt32ByFixedPointPerChannel{
+                                VectorMap<const std::int32_t>(multipliers.data(), kChannels),
+                                VectorMap<const std::int32_t>(shifts.data(), kChannels), 9, axis},
+                            OutputStageSaturatingCastToUint8{}),
+            length, 19);
         CheckWriter(writer,
                     std::make_tuple(
                         OutputStageScaleInt32ByFixedPointAndExponentPerChannel{
-                            VectorMap<const std::int32_t>(multipliers.data(), 64),
-                            VectorMap<const std::int32_t>(exponents.data(), 64), -3, axis},
+                            VectorMap<const std::int32_t>(multipliers.data(), kChannels),
+                            VectorMap<const std::int32_t>(exponents.data(), kChannels), -3, axis},
                         OutputStageClamp{-30000, 20000}, OutputStageSaturatingCastToInt16{}),
                     23, length);
       }
