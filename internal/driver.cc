@@ -128,8 +128,10 @@ struct GemmTask {
   // ThreadSanitizer cannot see that; a release/acquire pair on these makes the order explicit.
   std::atomic<int> handed_out{0};
   std::atomic<int> handed_back{0};
-  // Requantized operands: the rescale with lhs and rhs as the task sees them, or null.
+  // Requantized operands: the rescale with lhs and rhs as the task sees them, and as the result
+  // does (for the writer); or null.
   const Rescale* rescale = nullptr;
+  const Rescale* result_rescale = nullptr;
 
   std::size_t LhsPanelBytes() const {
     return static_cast<std::size_t>(kernel.format.lhs_rows) * padded_depth *
@@ -221,23 +223,19 @@ struct GemmTask {
                                         scratch.acc, 1,         acc_stride}
                      : AccumulatorBlock{row_start,   result_col, rows, block_cols,
                                         scratch.acc, acc_stride, 1};
-      // a[r] * col_sums[c] + row_terms[r] * b[c], with task rows r along the result's columns
-      // when transposed. A writer adds them as it loads the block, unless a rescale of the
-      // final sums (requantized operands) must come first.
-      OffsetTerms terms = transposed
-                              ? OffsetTerms{col_sums, lhs_offsets, rhs_offsets, scratch.row_sums}
-                              : OffsetTerms{lhs_offsets, col_sums, scratch.row_sums, rhs_offsets};
-      if (output_writer == nullptr || rescale != nullptr) {
+      if (output_writer != nullptr) {
+        // a[r] * col_sums[c] + row_terms[r] * b[c], with task rows r along the result's columns
+        // when transposed: the writer adds them as it loads the block, then the rescale.
+        const OffsetTerms terms =
+            transposed ? OffsetTerms{col_sums, lhs_offsets, rhs_offsets, scratch.row_sums}
+                       : OffsetTerms{lhs_offsets, col_sums, scratch.row_sums, rhs_offsets};
+        output_writer(*target.program, block, terms, result_rescale, target.result);
+      } else {
         AddOffsetTerms(lhs_offsets, scratch.row_sums, rows, rhs_offsets, col_sums, block_cols,
                        scratch.acc, acc_stride);
         if (rescale != nullptr) {
           RescaleBlock(*rescale, row_start, rows, result_col, block_cols, scratch.acc, acc_stride);
         }
-        terms = OffsetTerms{};
-      }
-      if (output_writer != nullptr) {
-        output_writer(*target.program, block, terms, target.result);
-      } else {
         target.consumer(target.closure, block);
       }
     }
@@ -373,6 +371,7 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
     task_rescale = *narrow->rescale;
     if (transposed) std::swap(task_rescale.lhs, task_rescale.rhs);
     task.rescale = &task_rescale;
+    task.result_rescale = narrow->rescale;
   }
   pthreadpool_t pool = threads > 1 ? state.ThreadPool() : nullptr;
   for (int chunk_start = 0; chunk_start < cols; chunk_start += blocking.rhs_cols) {

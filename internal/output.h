@@ -11,22 +11,25 @@
 namespace lowbit {
 namespace internal {
 
-// `block` holds raw sums still owed `terms` (internal/unpack.h), which the writer adds first.
+// `block` holds raw sums still owed `terms` (internal/unpack.h), which the writer adds first,
+// and, for requantized operands, `rescale` (in result coordinates; null if none), which it
+// applies next.
 using OutputWriter = void (*)(const OutputProgram& program, const AccumulatorBlock& block,
-                              const OffsetTerms& terms, const MatrixView& result);
+                              const OffsetTerms& terms, const Rescale* rescale,
+                              const MatrixView& result);
 
 // The writer of the kernel's ISA, or null where there is none (the scalar pipeline runs).
 OutputWriter OutputWriterFor(Kernel kernel);
 
 #if defined(__x86_64__)
 void WriteOutputSse41(const OutputProgram& program, const AccumulatorBlock& block,
-                      const OffsetTerms& terms, const MatrixView& result);
+                      const OffsetTerms& terms, const Rescale* rescale, const MatrixView& result);
 void WriteOutputAvx2(const OutputProgram& program, const AccumulatorBlock& block,
-                     const OffsetTerms& terms, const MatrixView& result);
+                     const OffsetTerms& terms, const Rescale* rescale, const MatrixView& result);
 #endif
 #if defined(__aarch64__)
 void WriteOutputNeon(const OutputProgram& program, const AccumulatorBlock& block,
-                     const OffsetTerms& terms, const MatrixView& result);
+                     const OffsetTerms& terms, const Rescale* rescale, const MatrixView& result);
 #endif
 
 }  // namespace internal

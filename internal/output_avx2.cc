@@ -41,6 +41,21 @@ struct Avx2 {
     }
   }
 
+  static Raw RescaleLanes(Raw sums, double line_a, double line_b, const double* along_a,
+                          const double* along_b, double reciprocal) {
+    const auto four = [&](__m128i four_sums, int first) {
+      const __m256d n = _mm256_add_pd(
+          _mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(65025.0), _mm256_cvtepi32_pd(four_sums)),
+                        _mm256_mul_pd(_mm256_set1_pd(line_a), _mm256_loadu_pd(along_a + first))),
+          _mm256_mul_pd(_mm256_set1_pd(line_b), _mm256_loadu_pd(along_b + first)));
+      const __m256d quotient = _mm256_mul_pd(n, _mm256_set1_pd(reciprocal));
+      return _mm256_cvtpd_epi32(_mm256_min_pd(
+          _mm256_max_pd(quotient, _mm256_set1_pd(-2147483648.0)), _mm256_set1_pd(2147483647.0)));
+    };
+    return {_mm256_setr_m128i(four(_mm256_castsi256_si128(sums.v), 0),
+                              four(_mm256_extracti128_si256(sums.v, 1), 4))};
+  }
+
   static void Store(Raw v, int size, void* out) {
     if (size == 4) {
       _mm256_storeu_si256(static_cast<__m256i*>(out), v.v);
@@ -67,8 +82,8 @@ struct Avx2 {
 }  // namespace
 
 void WriteOutputAvx2(const OutputProgram& program, const AccumulatorBlock& block,
-                     const OffsetTerms& terms, const MatrixView& result) {
-  output_writer::WriteOutput<Avx2>(program, block, terms, result);
+                     const OffsetTerms& terms, const Rescale* rescale, const MatrixView& result) {
+  output_writer::WriteOutput<Avx2>(program, block, terms, rescale, result);
 }
 
 }  // namespace internal

@@ -30,6 +30,20 @@ struct Neon {
     rows[3] = vcombine_s32(vget_high_s32(rows01.val[1]), vget_high_s32(rows23.val[1]));
   }
 
+  static Raw RescaleLanes(Raw sums, double line_a, double line_b, const double* along_a,
+                          const double* along_b, double reciprocal) {
+    const auto two = [&](int32x2_t two_sums, int first) {
+      const float64x2_t n =
+          vaddq_f64(vaddq_f64(vmulq_n_f64(vcvtq_f64_s64(vmovl_s32(two_sums)), 65025.0),
+                              vmulq_n_f64(vld1q_f64(along_a + first), line_a)),
+                    vmulq_n_f64(vld1q_f64(along_b + first), line_b));
+      const float64x2_t quotient = vmulq_n_f64(n, reciprocal);
+      return vmovn_s64(vcvtnq_s64_f64(
+          vminq_f64(vmaxq_f64(quotient, vdupq_n_f64(-2147483648.0)), vdupq_n_f64(2147483647.0))));
+    };
+    return vcombine_s32(two(vget_low_s32(sums), 0), two(vget_high_s32(sums), 2));
+  }
+
   static void Store(Raw v, int size, void* out) {
     if (size == 4) {
       vst1q_s32(static_cast<std::int32_t*>(out), v);
@@ -49,8 +63,8 @@ struct Neon {
 }  // namespace
 
 void WriteOutputNeon(const OutputProgram& program, const AccumulatorBlock& block,
-                     const OffsetTerms& terms, const MatrixView& result) {
-  output_writer::WriteOutput<Neon>(program, block, terms, result);
+                     const OffsetTerms& terms, const Rescale* rescale, const MatrixView& result) {
+  output_writer::WriteOutput<Neon>(program, block, terms, rescale, result);
 }
 
 }  // namespace internal

@@ -34,6 +34,21 @@ struct Sse41 {
     rows[3].v = _mm_unpackhi_epi64(high01, high23);
   }
 
+  static Raw RescaleLanes(Raw sums, double line_a, double line_b, const double* along_a,
+                          const double* along_b, double reciprocal) {
+    // The two low lanes of two_sums, entries first and first + 1, in the two low lanes.
+    const auto two = [&](__m128i two_sums, int first) {
+      const __m128d n =
+          _mm_add_pd(_mm_add_pd(_mm_mul_pd(_mm_set1_pd(65025.0), _mm_cvtepi32_pd(two_sums)),
+                                _mm_mul_pd(_mm_set1_pd(line_a), _mm_loadu_pd(along_a + first))),
+                     _mm_mul_pd(_mm_set1_pd(line_b), _mm_loadu_pd(along_b + first)));
+      const __m128d quotient = _mm_mul_pd(n, _mm_set1_pd(reciprocal));
+      return _mm_cvtpd_epi32(
+          _mm_min_pd(_mm_max_pd(quotient, _mm_set1_pd(-2147483648.0)), _mm_set1_pd(2147483647.0)));
+    };
+    return {_mm_unpacklo_epi64(two(sums.v, 0), two(_mm_unpackhi_epi64(sums.v, sums.v), 2))};
+  }
+
   static void Store(Raw v, int size, void* out) {
     if (size == 4) {
       _mm_storeu_si128(static_cast<__m128i*>(out), v.v);
@@ -55,8 +70,8 @@ struct Sse41 {
 }  // namespace
 
 void WriteOutputSse41(const OutputProgram& program, const AccumulatorBlock& block,
-                      const OffsetTerms& terms, const MatrixView& result) {
-  output_writer::WriteOutput<Sse41>(program, block, terms, result);
+                      const OffsetTerms& terms, const Rescale* rescale, const MatrixView& result) {
+  output_writer::WriteOutput<Sse41>(program, block, terms, rescale, result);
 }
 
 }  // namespace internal

@@ -23,6 +23,11 @@ namespace output_writer {
 //   static Raw Min(Raw a, Raw b);
 //   static Raw Max(Raw a, Raw b);
 //   static void Transpose(Raw (&rows)[kLanes]);     // the kLanes x kLanes square, in place
+//   // Rescale (internal/driver.h) per lane i, with kLanes doubles at along_a and along_b:
+//   // round((65025 * sums + line_a * along_a[i] + line_b * along_b[i]) * reciprocal),
+//   // saturated to int32.
+//   static Raw RescaleLanes(Raw sums, double line_a, double line_b, const double* along_a,
+//                      const double* along_b, double reciprocal);
 // Min and Max are not fixedpoint primitives: only clamping and the split of an exponent into
 // its shifts need them.
 
@@ -199,6 +204,43 @@ struct LineTerms {
   }
 };
 
+// The rescale of requantized operands' sums (internal/driver.h) for the current line: the line's
+// own terms as scalars, the other side's loaded along the line. It follows the offset terms and
+// precedes the program. RescaleBlock (internal/unpack.cc) computes the same for the scalar
+// path: every product and sum is an exact integer in double, the quotient is never a tie, and
+// both round to nearest.
+template <typename Isa>
+struct LineRescale {
+  using Raw = typename Isa::Raw;
+  double line_a = 0;
+  double line_b = 0;
+  const double* along_a = nullptr;  // null: no rescale owed
+  const double* along_b = nullptr;
+  double reciprocal = 0;
+
+  // `along_cols`: the line is result row `row`; else result column `col`.
+  static LineRescale For(const Rescale* rescale, int row, int col, bool along_cols) {
+    if (rescale == nullptr) return {};
+    const RescaleLineTerms& line = along_cols ? rescale->lhs : rescale->rhs;
+    const RescaleLineTerms& along = along_cols ? rescale->rhs : rescale->lhs;
+    const int line_index = along_cols ? row : col;
+    const int first = along_cols ? col : row;
+    return {line.a[line_index], line.b[line_index], along.a + first, along.b + first,
+            1.0 / rescale->divisor};
+  }
+
+  Raw Apply(Raw sums, int entry, int count) const {
+    if (along_a == nullptr) return sums;
+    if (count == Isa::kLanes) {
+      return Isa::RescaleLanes(sums, line_a, line_b, along_a + entry, along_b + entry, reciprocal);
+    }
+    double a[Isa::kLanes] = {}, b[Isa::kLanes] = {};
+    std::memcpy(a, along_a + entry, sizeof(double) * count);
+    std::memcpy(b, along_b + entry, sizeof(double) * count);
+    return Isa::RescaleLanes(sums, line_a, line_b, a, b, reciprocal);
+  }
+};
+
 // Stores `count` lanes as `size`-byte elements. The pipeline's last stage left every lane in
 // the result type's range, so keeping the low bytes is exact.
 template <typename Isa>
@@ -218,9 +260,10 @@ class Writer {
   using Raw = typename Isa::Raw;
 
   Writer(const OutputProgram& program, const AccumulatorBlock& block, const OffsetTerms& terms,
-         const MatrixView& result)
+         const Rescale* rescale, const MatrixView& result)
       : block_(block),
         terms_(terms),
+        rescale_(rescale),
         result_(result),
         row_major_(result.order == Order::kRowMajor),
         size_(ElementSize(result.type)),
@@ -252,7 +295,7 @@ class Writer {
           Isa::Transpose(vectors);
           for (int i = 0; i < Isa::kLanes; ++i) {
             StartLine(line + i);
-            Finish(line_terms_.AddTo(vectors[i], entry, Isa::kLanes), entry, Isa::kLanes);
+            Finish(Owed(vectors[i], entry, Isa::kLanes), entry, Isa::kLanes);
           }
         }
         for (int i = 0; i < Isa::kLanes && whole_length < length; ++i) {
@@ -282,7 +325,7 @@ class Writer {
         for (int lane = 0; lane < count; ++lane) gathered[lane] = acc[(entry + lane) * entry_step];
         v = LoadPartial<Isa>(gathered, count);
       }
-      Finish(line_terms_.AddTo(v, entry, count), entry, count);
+      Finish(Owed(v, entry, count), entry, count);
     }
   }
 
@@ -351,13 +394,16 @@ class Writer {
     // Local copies, which no store through `out` can alias: GCC keeps their values in registers
     // and moves what depends only on them out of the loop.
     const LineTerms<Isa> terms = line_terms_;
+    const LineRescale<Isa> rescale = line_rescale_;
     LineInstruction<Isa> known[sizeof...(kOpcodes) + 1];
     for (int k = 0; k < static_cast<int>(sizeof...(kOpcodes)); ++k) known[k] = instructions_[k];
     for (; entry + kBatch * Isa::kLanes <= end; entry += kBatch * Isa::kLanes) {
       Raw vectors[kBatch];
       for (int j = 0; j < kBatch; ++j) {
         const int first_entry = entry + j * Isa::kLanes;
-        vectors[j] = terms.AddTo(Isa::Load(acc + first_entry), first_entry, Isa::kLanes);
+        vectors[j] =
+            rescale.Apply(terms.AddTo(Isa::Load(acc + first_entry), first_entry, Isa::kLanes),
+                          first_entry, Isa::kLanes);
       }
       if constexpr (kKnown) {
         int k = 0;
@@ -376,12 +422,19 @@ class Writer {
     line_terms_ = LineTerms<Isa>::For(terms_, line, row_major_);
     row_ = block_.row_start + (row_major_ ? line : 0);
     col_ = block_.col_start + (row_major_ ? 0 : line);
+    line_rescale_ = LineRescale<Isa>::For(rescale_, row_, col_, row_major_);
     for (int k = 0; k < count_; ++k) instructions_[k].ForLine(row_, col_, row_major_);
     // The view is of the caller's writable result map.
     out_ = static_cast<char*>(const_cast<void*>(result_.data)) +
            (row_major_ ? static_cast<std::ptrdiff_t>(row_) * result_.stride + col_
                        : row_ + static_cast<std::ptrdiff_t>(col_) * result_.stride) *
                size_;
+  }
+
+  // Raw sums of `count` entries from `entry` of the current line with what they are owed before
+  // the program: the offset terms, then the rescale.
+  Raw Owed(Raw sums, int entry, int count) const {
+    return line_rescale_.Apply(line_terms_.AddTo(sums, entry, count), entry, count);
   }
 
   // Runs the program on `count` entries from `entry` of the current line and stores them.
@@ -393,6 +446,7 @@ class Writer {
 
   const AccumulatorBlock& block_;
   const OffsetTerms& terms_;
+  const Rescale* rescale_;
   const MatrixView& result_;
   const bool row_major_;
   const int size_;
@@ -400,6 +454,7 @@ class Writer {
   LineInstruction<Isa> instructions_[OutputProgram::kMaxInstructions];
   BatchLoop write_batches_;
   LineTerms<Isa> line_terms_;
+  LineRescale<Isa> line_rescale_;
   int row_ = 0;
   int col_ = 0;
   char* out_ = nullptr;
@@ -407,8 +462,8 @@ class Writer {
 
 template <typename Isa>
 void WriteOutput(const OutputProgram& program, const AccumulatorBlock& block,
-                 const OffsetTerms& terms, const MatrixView& result) {
-  Writer<Isa>(program, block, terms, result).Write();
+                 const OffsetTerms& terms, const Rescale* rescale, const MatrixView& result) {
+  Writer<Isa>(program, block, terms, rescale, result).Write();
 }
 
 }  // namespace output_writer

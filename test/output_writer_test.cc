@@ -3,6 +3,7 @@
 // extreme multipliers, every block width from 1 to 17, both block layouts and both result orders.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "internal/output.h"
+#include "internal/unpack.h"
 #include "public/lowbit.h"
 
 namespace lowbit {
@@ -35,8 +37,11 @@ std::vector<std::int32_t> EdgeValues() {
 // Runs `pipeline` over a rows x cols block of edge values through `writer` and through the
 // scalar Eval, in every layout, and compares; once on the edge values as final accumulators, and
 // once as raw sums still owed random offset terms (which wrap), as the driver hands them over.
+// With `rescale` (sums of requantized operands), the scalar side rescales each sum with the
+// scalar path's RescaleBlock before Eval.
 template <typename Pipeline>
-void CheckWriter(internal::OutputWriter writer, const Pipeline& pipeline, int rows, int cols) {
+void CheckWriter(internal::OutputWriter writer, const Pipeline& pipeline, int rows, int cols,
+                 const internal::Rescale* rescale = nullptr) {
   using Result = typename meta::PipelineOutput<Pipeline>::type;
   internal::OutputProgram program;
   ASSERT_TRUE(meta::CompileOutputProgram(pipeline, &program));
@@ -69,15 +74,18 @@ void CheckWriter(internal::OutputWriter writer, const Pipeline& pipeline, int ro
         const int total_rows = row_start + rows, total_cols = col_start + cols;
         std::vector<Result> out(static_cast<std::size_t>(total_rows) * total_cols);
         MatrixMap<Result> out_map(out.data(), total_rows, total_cols, order);
-        writer(program, block, terms, internal::ViewOf(out_map));
+        writer(program, block, terms, rescale, internal::ViewOf(out_map));
         for (int r = 0; r < rows; ++r) {
           for (int c = 0; c < cols; ++c) {
-            const auto value = static_cast<std::int32_t>(
+            auto value = static_cast<std::int32_t>(
                 static_cast<std::uint32_t>(acc[r * block.row_stride + c * block.col_stride]) +
                 static_cast<std::uint32_t>(row_first[r]) *
                     static_cast<std::uint32_t>(col_first[c]) +
                 static_cast<std::uint32_t>(row_second[r]) *
                     static_cast<std::uint32_t>(col_second[c]));
+            if (rescale != nullptr) {
+              internal::RescaleBlock(*rescale, row_start + r, 1, col_start + c, 1, &value, 1);
+            }
             ASSERT_EQ(out_map(row_start + r, col_start + c),
                       meta::EvalPipeline(pipeline, value, row_start + r, col_start + c))
                 << "acc " << value << " at (" << r << ", " << c << ") of " << rows << "x" << cols
@@ -179,6 +187,51 @@ TEST(OutputWriterTest, EveryCompiledStageMatchesScalarEval) {
       CheckWriter(writer, std::make_tuple(OutputStageSaturatingCastToInt8{}), length, 5);
       CheckWriter(writer, std::make_tuple(OutputStageTruncatingCastToUint8{}), 5, length);
       CheckWriter(writer, std::tuple<>(), length, length);
+    }
+  }
+}
+
+// Sums of requantized operands (public/bit_depth.h) are rescaled by the writer after the offset
+// terms and before the program: as the scalar path's RescaleBlock does, for every divisor shape,
+// line terms of both signs as large as the depth guard allows, and quotients that saturate.
+TEST(OutputWriterTest, RescaleMatchesTheScalarPath) {
+  constexpr int kLines = 80;  // result rows and columns covered: start (3 or 5) + up to 67
+  std::mt19937 random(17);
+  const auto terms = [&](double magnitude) {
+    std::uniform_real_distribution<double> uniform(-magnitude, magnitude);
+    std::vector<double> values(kLines);
+    for (double& value : values) value = std::nearbyint(uniform(random));
+    return values;
+  };
+  const std::vector<double> lhs_a = terms(1 << 20), lhs_b = terms(1 << 20);
+  const std::vector<double> rhs_a = terms(1 << 30), rhs_b = terms(1 << 30);
+  std::vector<std::int32_t> multipliers(kLines), shifts(kLines);
+  for (int i = 0; i < kLines; ++i) {
+    multipliers[i] = static_cast<std::int32_t>(random() >> 1);
+    shifts[i] = i % 32;
+  }
+  for (const KernelWriter& kernel_writer : Writers()) {
+    SCOPED_TRACE(KernelName(kernel_writer.kernel));
+    // (2^L - 1)(2^R - 1) for 1x1, 2x1, 4x4, 7x5 and 8x7 bits.
+    for (int divisor : {1, 3, 225, 3937, 32385}) {
+      const internal::Rescale rescale{
+          {lhs_a.data(), lhs_b.data()}, {rhs_a.data(), rhs_b.data()}, divisor};
+      for (int length : {1, 3, 8, 17, 33, 67}) {
+        CheckWriter(kernel_writer.writer, std::tuple<>(), length, 5, &rescale);
+        CheckWriter(kernel_writer.writer, std::tuple<>(), 7, length, &rescale);
+        CheckWriter(kernel_writer.writer,
+                    std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 9, 100},
+                                    OutputStageSaturatingCastToUint8{}),
+                    length, 17, &rescale);
+        CheckWriter(
+            kernel_writer.writer,
+            std::make_tuple(
+                OutputStageQuantizeDownInt32ByFixedPointPerChannel{
+                    VectorMap<const std::int32_t>(multipliers.data(), kLines),
+                    VectorMap<const std::int32_t>(shifts.data(), kLines), -7, ChannelAxis::kCol},
+                OutputStageSaturatingCastToInt8{}),
+            19, length, &rescale);
+      }
     }
   }
 }
