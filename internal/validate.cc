@@ -28,18 +28,19 @@ int ElementSize(ElementType type) {
 
 namespace {
 
-void CheckDimension(const std::string& name, int value, const std::string& what, int expected) {
+// Names are C strings, put together into messages only when a check fails: a valid call
+// allocates nothing (it runs before every GEMM, however small).
+void CheckDimension(const char* name, int value, const char* what, int expected) {
   if (value != expected) {
-    throw Error(name, "must equal " + what + " (" + std::to_string(expected) + "), got " +
-                          std::to_string(value));
+    throw Error(name, std::string("must equal ") + what + " (" + std::to_string(expected) +
+                          "), got " + std::to_string(value));
   }
 }
 
-void CheckOffsets(const std::string& name, const Offsets& offsets, const std::string& per_what,
-                  int expected) {
+void CheckOffsets(const char* name, const Offsets& offsets, const char* per_what, int expected) {
   if (!offsets.is_per_channel()) return;
   if (offsets.size() != expected) {
-    throw Error(name, "a per-channel offset needs one entry per " + per_what + " (" +
+    throw Error(name, std::string("a per-channel offset needs one entry per ") + per_what + " (" +
                           std::to_string(expected) + "), got " + std::to_string(offsets.size()));
   }
   if (expected > 0 && offsets.per_channel_data() == nullptr) {
@@ -78,35 +79,35 @@ Extent ExtentOf(const MatrixView& view) {
 
 bool IsEmpty(const MatrixView& view) { return view.rows == 0 || view.cols == 0; }
 
-void CheckNoOverlap(const MatrixView& result, const std::string& input_name,
-                    const MatrixView& input) {
+void CheckNoOverlap(const MatrixView& result, const char* input_name, const MatrixView& input) {
   if (IsEmpty(result) || IsEmpty(input)) return;
   const Extent out = ExtentOf(result);
   const Extent in = ExtentOf(input);
   if (out.begin < in.end && in.begin < out.end) {
-    throw Error("result", "overlaps " + input_name + "; the result must not alias an input");
+    throw Error("result",
+                std::string("overlaps ") + input_name + "; the result must not alias an input");
   }
 }
 
 }  // namespace
 
-void ValidateMatrix(const char* name_text, const MatrixView& view) {
-  const std::string name = name_text;
-  checks::CheckInRange(name, "rows", view.rows, 0, std::numeric_limits<int>::max());
-  checks::CheckInRange(name, "cols", view.cols, 0, std::numeric_limits<int>::max());
+void ValidateMatrix(const char* name, const MatrixView& view) {
+  constexpr int kMax = std::numeric_limits<int>::max();
+  if (view.rows < 0) checks::CheckInRange(std::string(name) + ".rows", view.rows, 0, kMax);
+  if (view.cols < 0) checks::CheckInRange(std::string(name) + ".cols", view.cols, 0, kMax);
   const bool row_major = view.order == Order::kRowMajor;
   const int line = row_major ? view.cols : view.rows;
   if (view.stride < line) {
-    throw Error(name + ".stride", std::string("a ") + (row_major ? "row" : "column") +
-                                      "-major matrix needs stride >= its " +
-                                      (row_major ? "number of columns" : "number of rows") + " (" +
-                                      std::to_string(line) + "), got " +
-                                      std::to_string(view.stride));
+    throw Error(std::string(name) + ".stride",
+                std::string("a ") + (row_major ? "row" : "column") +
+                    "-major matrix needs stride >= its " +
+                    (row_major ? "number of columns" : "number of rows") + " (" +
+                    std::to_string(line) + "), got " + std::to_string(view.stride));
   }
   if (view.data == nullptr && view.rows > 0 && view.cols > 0) {
-    throw Error(name + ".data", "must not be null for a non-empty matrix (" +
-                                    std::to_string(view.rows) + " x " + std::to_string(view.cols) +
-                                    ")");
+    throw Error(std::string(name) + ".data", "must not be null for a non-empty matrix (" +
+                                                 std::to_string(view.rows) + " x " +
+                                                 std::to_string(view.cols) + ")");
   }
 }
 
