@@ -30,18 +30,17 @@ constexpr int kRowsPerRegister = 4;
 constexpr int kRegisterBytes = kRowsPerRegister * kGroup;
 constexpr int kColRegisters = kNeonDotFormat.rhs_cols / kRowsPerRegister;
 
-// A group of 4 depth values per row is the 4-byte element SDOT takes, which is the portable
-// packer's layout for this format.
+// A group of 4 depth values per row is the 4-byte element SDOT takes.
 void PackLhsNeonDot(const MatrixView& source, int start, int count, int depth_start, int depth,
                     void* packed, std::int32_t* sums) {
-  PackBytesPortable(source, PackedType::kInt8, kNeonDotFormat, kNeonDotFormat.lhs_rows, start,
-                    count, depth_start, depth, packed, sums);
+  PackInt8Neon(source, kNeonDotFormat, kNeonDotFormat.lhs_rows, start, count, depth_start, depth,
+               packed, sums);
 }
 
 void PackRhsNeonDot(const MatrixView& source, int start, int count, int depth_start, int depth,
                     void* packed, std::int32_t* sums) {
-  PackBytesPortable(source, PackedType::kInt8, kNeonDotFormat, kNeonDotFormat.rhs_cols, start,
-                    count, depth_start, depth, packed, sums);
+  PackInt8Neon(source, kNeonDotFormat, kNeonDotFormat.rhs_cols, start, count, depth_start, depth,
+               packed, sums);
 }
 
 // row += columns x the 4 depth values in lane kLane of `rows`.
