@@ -20,9 +20,9 @@ namespace {
 // 8 rows x 12 columns take 8 x 3 accumulator registers, and each depth step loads 2 lhs and 3
 // rhs registers: 29 of aarch64's 32 vector registers, so nothing spills, and 24 SDOTs share 5
 // loads (8 x 8 would share 4 loads among 16; 12 x 12 would need 36 accumulators). The extra
-// columns go to the rhs rather than the lhs because the driver puts the short side of a GEMM
-// (a matrix-vector product, a small batch) on the left, where a short panel computes only
-// its rows.
+// columns go to the rhs rather than the lhs because a short lhs panel computes only its rows,
+// and the driver keeps a GEMM's short side on the left where the result's order allows: a
+// matrix-vector product's vector always, a column-major result's shorter operand.
 constexpr KernelFormat kNeonDotFormat{8, 12, 4, PackedType::kInt8, PackedType::kInt8};
 constexpr int kGroup = kNeonDotFormat.depth_group;
 // A register holds one group of 4 rows (columns).
@@ -65,6 +65,8 @@ void MicroKernelRows(const std::int8_t* lhs, const std::int8_t* rhs, int padded_
     int8x16_t columns[kColRegisters];
     for (int r = 0; r < kLhsRegisters; ++r) rows[r] = vld1q_s8(lhs + r * kRegisterBytes);
     for (int j = 0; j < kColRegisters; ++j) columns[j] = vld1q_s8(rhs + j * kRegisterBytes);
+      // Unrolled by force: GCC 12 leaves this loop rolled from 5 rows on, and the sums then live
+      // in memory, one load and store around every SDOT.
 #pragma GCC unroll 8
     for (int i = 0; i < kRows; ++i) {
       const int8x16_t four_rows = rows[i / kRowsPerRegister];
@@ -86,6 +88,7 @@ void MicroKernelRows(const std::int8_t* lhs, const std::int8_t* rhs, int padded_
     lhs += kNeonDotFormat.lhs_rows * kGroup;
     rhs += kNeonDotFormat.rhs_cols * kGroup;
   }
+  // Unrolled too, or GCC copies the sums to the stack to loop over them.
 #pragma GCC unroll 8
   for (int i = 0; i < kRows; ++i) {
     std::int32_t* out = acc + static_cast<std::ptrdiff_t>(i) * acc_stride;
