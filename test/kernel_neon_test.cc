@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <limits>
+#include <ostream>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -100,6 +102,11 @@ bool HasNeonDot() { return cpuinfo_initialize() && cpuinfo_has_arm_neon_dot(); }
 // Each 8-bit NEON kernel is tested directly, so the one dispatch does not pick stays covered.
 enum class Variant { kPlain, kDot };
 
+const char* VariantName(Variant variant) { return variant == Variant::kDot ? "Dot" : "Plain"; }
+
+// How GoogleTest names the parameter in a failure message.
+void PrintTo(Variant variant, std::ostream* os) { *os << VariantName(variant); }
+
 class NeonKernelTest : public testing::TestWithParam<Variant> {
  protected:
   void SetUp() override {
@@ -115,7 +122,7 @@ class NeonKernelTest : public testing::TestWithParam<Variant> {
 
 INSTANTIATE_TEST_SUITE_P(Variants, NeonKernelTest, testing::Values(Variant::kPlain, Variant::kDot),
                          [](const testing::TestParamInfo<Variant>& info) {
-                           return info.param == Variant::kDot ? "Dot" : "Plain";
+                           return std::string(VariantName(info.param));
                          });
 
 template <typename Scalar>
