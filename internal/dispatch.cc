@@ -40,6 +40,12 @@ bool HasAvx2() { return cpuinfo_initialize() && cpuinfo_has_x86_avx2(); }
 
 #if defined(__aarch64__)
 bool HasNeon() { return cpuinfo_initialize() && cpuinfo_has_arm_neon(); }
+// Kernel::kNeon is the best 8-bit NEON kernel the CPU runs. A prepacked rhs is packed by this
+// same choice, made again on the same CPU when it is multiplied.
+const internal::KernelImplementation& BestNeonKernel() {
+  const bool has_dot = cpuinfo_initialize() && cpuinfo_has_arm_neon_dot();
+  return has_dot ? internal::NeonDotKernel() : internal::NeonKernel();
+}
 #endif
 
 // One row per kernel compiled into this build, slowest first. An ISA kernel file provides
@@ -64,8 +70,8 @@ const KernelEntry kKernels[] = {
      &internal::Avx2NarrowKernel, &internal::WriteOutputAvx2},
 #endif
 #if defined(__aarch64__)
-    {Kernel::kNeon, &HasNeon, &internal::NeonKernel, &internal::NeonKernel,
-     &internal::NeonNarrowKernel, &internal::WriteOutputNeon},
+    {Kernel::kNeon, &HasNeon, &BestNeonKernel, &BestNeonKernel, &internal::NeonNarrowKernel,
+     &internal::WriteOutputNeon},
 #endif
 };
 

@@ -86,6 +86,8 @@ const KernelImplementation& Avx2Int8RhsKernel();
 #endif
 #if defined(__aarch64__)
 const KernelImplementation& NeonKernel();
+// Call only when cpuinfo reports the Armv8.2 dot-product instructions: its code uses SDOT.
+const KernelImplementation& NeonDotKernel();
 // The narrow NEON kernel for these bit depths, or null where it would add no more than one
 // product in int16 (NeonNarrowInt16Steps < 2).
 const KernelImplementation* NeonNarrowKernel(int lhs_bits, int rhs_bits);
@@ -108,11 +110,11 @@ inline bool SameRhsLayout(const KernelFormat& a, const KernelFormat& b) {
 
 inline int RoundUp(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
 
-// Calls function(std::integral_constant<int, rows>()) for 1 <= rows <= kMaxRows <= 6: the
+// Calls function(std::integral_constant<int, rows>()) for 1 <= rows <= kMaxRows <= 8: the
 // micro-kernels instantiate one loop per row count of a short last panel.
 template <int kMaxRows, typename Function>
 void ForRowCount(int rows, Function&& function) {
-  static_assert(kMaxRows >= 1 && kMaxRows <= 6, "register tiles have 1 to 6 rows");
+  static_assert(kMaxRows >= 1 && kMaxRows <= 8, "register tiles have 1 to 8 rows");
   switch (rows) {
     case 1:
       return function(std::integral_constant<int, 1>());
@@ -124,6 +126,10 @@ void ForRowCount(int rows, Function&& function) {
       return function(std::integral_constant<int, (kMaxRows < 4 ? kMaxRows : 4)>());
     case 5:
       return function(std::integral_constant<int, (kMaxRows < 5 ? kMaxRows : 5)>());
+    case 6:
+      return function(std::integral_constant<int, (kMaxRows < 6 ? kMaxRows : 6)>());
+    case 7:
+      return function(std::integral_constant<int, (kMaxRows < 7 ? kMaxRows : 7)>());
     default:
       return function(std::integral_constant<int, kMaxRows>());
   }

@@ -2,7 +2,9 @@
 // packing. Exact for full-range uint8 and int8: every product is widened before it is summed.
 #include <arm_neon.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "internal/kernel.h"
 #include "internal/pack.h"
@@ -18,9 +20,10 @@ namespace {
 constexpr KernelFormat kNeonFormat{4, 4, 16, PackedType::kInt8, PackedType::kInt8};
 constexpr int kGroup = kNeonFormat.depth_group;
 
-// One group of 16 source values along the depth, as packed int8: value - value_shift, which
-// wraps to the right byte for uint8 and is the value itself for int8 (no shift).
-int8x16_t LoadGroup(const void* source, int value_shift) {
+// 16 source values along the depth, as packed int8: value - value_shift, which wraps to the
+// right byte for uint8 and is the value itself for int8 (no shift).
+constexpr int kChunk = 16;
+int8x16_t LoadChunk(const void* source, int value_shift) {
   const uint8x16_t raw = vld1q_u8(static_cast<const std::uint8_t*>(source));
   return vreinterpretq_s8_u8(vsubq_u8(raw, vdupq_n_u8(static_cast<std::uint8_t>(value_shift))));
 }
@@ -33,23 +36,26 @@ std::int8_t PackedValue(const MatrixView& source, int row, int col, int value_sh
 }
 
 // The packer when each row's depth values are contiguous (a row-major lhs, a column-major rhs):
-// whole groups are loaded, shifted and stored with NEON, and summed on the way. The last,
-// partial group of a row is assembled in a zero-filled buffer so its padding stays zero.
+// 16 values at a time are loaded, shifted and summed with NEON, then stored as groups of
+// kDepthGroup bytes, each at its place in the panel. The last, partial chunk of a row is
+// assembled in a zero-filled buffer so its padding stays zero.
+template <int kDepthGroup>
 void PackContiguousDepth(const MatrixView& source, int panel_width, int start, int count,
                          int depth_start, int depth, void* packed, std::int32_t* sums) {
+  static_assert(kChunk % kDepthGroup == 0, "a chunk holds whole groups");
   const int value_shift = PackedValueShift(PackedType::kInt8, source);
-  const int padded_depth = RoundUp(depth, kGroup);
+  const int padded_depth = RoundUp(depth, kDepthGroup);
+  const std::ptrdiff_t group_step = static_cast<std::ptrdiff_t>(panel_width) * kDepthGroup;
   auto* out = static_cast<std::int8_t*>(packed);
   for (int panel_start = 0; panel_start < count; panel_start += panel_width) {
     for (int i = 0; i < panel_width; ++i) {
       const int row = panel_start + i;
       // Row i's group g goes after g groups of the whole panel and i rows of group g.
       std::int8_t* row_out = out + static_cast<std::ptrdiff_t>(panel_start) * padded_depth +
-                             static_cast<std::ptrdiff_t>(i) * kGroup;
-      const std::ptrdiff_t row_step = static_cast<std::ptrdiff_t>(panel_width) * kGroup;
+                             static_cast<std::ptrdiff_t>(i) * kDepthGroup;
       if (row >= count) {
-        for (int group = 0; group < padded_depth; group += kGroup, row_out += row_step) {
-          vst1q_s8(row_out, vdupq_n_s8(0));
+        for (int group = 0; group < padded_depth; group += kDepthGroup, row_out += group_step) {
+          std::memset(row_out, 0, kDepthGroup);
         }
         continue;
       }
@@ -60,43 +66,62 @@ void PackContiguousDepth(const MatrixView& source, int panel_width, int start, i
       // Each lane sums at most depth / 4 values of magnitude 128: far from int32's limit for
       // any depth the GEMM accepts.
       int32x4_t row_sum = vdupq_n_s32(0);
-      for (int group = 0; group < padded_depth; group += kGroup, row_out += row_step) {
+      for (int chunk = 0; chunk < padded_depth; chunk += kChunk) {
         int8x16_t values;
-        if (group + kGroup <= depth) {
-          values = LoadGroup(row_source + group, value_shift);
+        if (chunk + kChunk <= depth) {
+          values = LoadChunk(row_source + chunk, value_shift);
         } else {
-          std::int8_t partial[kGroup] = {};
-          for (int d = group; d < depth; ++d) {
-            partial[d - group] = PackedValue(source, start + row, depth_start + d, value_shift);
+          std::int8_t partial[kChunk] = {};
+          for (int d = chunk; d < depth; ++d) {
+            partial[d - chunk] = PackedValue(source, start + row, depth_start + d, value_shift);
           }
           values = vld1q_s8(partial);
         }
-        vst1q_s8(row_out, values);
         row_sum = vpadalq_s16(row_sum, vpaddlq_s8(values));
+        if constexpr (kDepthGroup == kChunk) {
+          vst1q_s8(row_out, values);
+          row_out += group_step;
+        } else {
+          std::int8_t bytes[kChunk];
+          vst1q_s8(bytes, values);
+          const int chunk_end = std::min(chunk + kChunk, padded_depth);
+          for (int group = chunk; group < chunk_end; group += kDepthGroup, row_out += group_step) {
+            std::memcpy(row_out, bytes + (group - chunk), kDepthGroup);
+          }
+        }
       }
       sums[row] += vaddvq_s32(row_sum);
     }
   }
 }
 
-void PackNeon(const MatrixView& source, int panel_width, int start, int count, int depth_start,
-              int depth, void* packed, std::int32_t* sums) {
-  if (source.order == Order::kRowMajor) {
-    PackContiguousDepth(source, panel_width, start, count, depth_start, depth, packed, sums);
+}  // namespace
+
+void PackInt8Neon(const MatrixView& source, const KernelFormat& format, int panel_width, int start,
+                  int count, int depth_start, int depth, void* packed, std::int32_t* sums) {
+  const bool contiguous_depth = source.order == Order::kRowMajor;
+  if (contiguous_depth && format.depth_group == 4) {
+    PackContiguousDepth<4>(source, panel_width, start, count, depth_start, depth, packed, sums);
+  } else if (contiguous_depth && format.depth_group == 16) {
+    PackContiguousDepth<16>(source, panel_width, start, count, depth_start, depth, packed, sums);
   } else {
-    PackWithFormat<std::int8_t>(source, kNeonFormat, panel_width, start, count, depth_start, depth,
-                                packed, sums);
+    PackBytesPortable(source, PackedType::kInt8, format, panel_width, start, count, depth_start,
+                      depth, packed, sums);
   }
 }
 
+namespace {
+
 void PackLhsNeon(const MatrixView& source, int start, int count, int depth_start, int depth,
                  void* packed, std::int32_t* sums) {
-  PackNeon(source, kNeonFormat.lhs_rows, start, count, depth_start, depth, packed, sums);
+  PackInt8Neon(source, kNeonFormat, kNeonFormat.lhs_rows, start, count, depth_start, depth, packed,
+               sums);
 }
 
 void PackRhsNeon(const MatrixView& source, int start, int count, int depth_start, int depth,
                  void* packed, std::int32_t* sums) {
-  PackNeon(source, kNeonFormat.rhs_cols, start, count, depth_start, depth, packed, sums);
+  PackInt8Neon(source, kNeonFormat, kNeonFormat.rhs_cols, start, count, depth_start, depth, packed,
+               sums);
 }
 
 // Folds each (row, column) pair's four int32 lanes into one and stores (or adds) the first

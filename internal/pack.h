@@ -64,6 +64,14 @@ void PackBytesPortable(const MatrixView& source, PackedType type, const KernelFo
                        int panel_width, int start, int count, int depth_start, int depth,
                        void* packed, std::int32_t* sums);
 
+#if defined(__aarch64__)
+// The same for kInt8, with NEON where each row's depth values are contiguous and the depth group
+// is 4 or 16. In kernel_neon.cc, compiled without extension flags, so that the dot-product
+// kernel's file calls it rather than compile a packer of its own with +dotprod.
+void PackInt8Neon(const MatrixView& source, const KernelFormat& format, int panel_width, int start,
+                  int count, int depth_start, int depth, void* packed, std::int32_t* sums);
+#endif
+
 }  // namespace internal
 }  // namespace lowbit
 

@@ -1,10 +1,15 @@
-// The NEON packing and micro-kernel on their own, against the portable packer, the reference
-// kernel and a 64-bit sum, at the values that break inexact int8 kernels (built for aarch64 only).
+// The 8-bit NEON kernels (plain and dot-product) called directly, whichever one dispatch picks:
+// packing against the portable packer, micro-kernels against a 64-bit sum at the values that
+// break inexact int8 kernels, and the dispatch between them (built for aarch64 only).
+#include <cpuinfo.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <limits>
+#include <ostream>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "internal/kernel.h"
@@ -80,45 +85,73 @@ struct PackedBlock {
 };
 
 // Packs rows [start, start + count) and depth [depth_start, depth_start + depth) of `source`
-// with `pack` into a buffer pre-filled with garbage, so unwritten bytes show, and sums
-// starting from 7, so a packer that stores its sums instead of adding them shows.
-
-PackedBlock Pack(PackFunction pack, const KernelFormat& format, const MatrixView& source, int start,
-                 int count, int depth_start, int depth) {
-  const std::size_t size = static_cast<std::size_t>(RoundUp(count, format.lhs_rows)) *
-                           RoundUp(depth, format.depth_group) * PackedSize(format.lhs_type);
+// with `pack` (panels `width` wide) into a buffer pre-filled with garbage, so unwritten bytes
+// show, and sums starting from 7, so a packer that stores its sums instead of adding them shows.
+template <typename Pack>
+PackedBlock PackBlock(Pack pack, const KernelFormat& format, int width, const MatrixView& source,
+                      int start, int count, int depth_start, int depth) {
+  const std::size_t size =
+      static_cast<std::size_t>(RoundUp(count, width)) * RoundUp(depth, format.depth_group);
   PackedBlock block{std::vector<std::int8_t>(size, 0x55), std::vector<std::int32_t>(count, 7)};
   pack(source, start, count, depth_start, depth, block.bytes.data(), block.sums.data());
   return block;
 }
 
-void PackPortable(const MatrixView& source, int start, int count, int depth_start, int depth,
-                  void* packed, std::int32_t* sums) {
-  const KernelFormat& format = NeonKernel().format;
-  PackWithFormat<std::int8_t>(source, format, format.lhs_rows, start, count, depth_start, depth,
-                              packed, sums);
-}
+bool HasNeonDot() { return cpuinfo_initialize() && cpuinfo_has_arm_neon_dot(); }
+
+// Each 8-bit NEON kernel is tested directly, so the one dispatch does not pick stays covered.
+enum class Variant { kPlain, kDot };
+
+const char* VariantName(Variant variant) { return variant == Variant::kDot ? "Dot" : "Plain"; }
+
+// How GoogleTest names the parameter in a failure message.
+void PrintTo(Variant variant, std::ostream* os) { *os << VariantName(variant); }
+
+class NeonKernelTest : public testing::TestWithParam<Variant> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Variant::kDot && !HasNeonDot()) {
+      GTEST_SKIP() << "this CPU has no dot-product instructions (SDOT)";
+    }
+  }
+
+  static const KernelImplementation& Implementation() {
+    return GetParam() == Variant::kDot ? NeonDotKernel() : NeonKernel();
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Variants, NeonKernelTest, testing::Values(Variant::kPlain, Variant::kDot),
+                         [](const testing::TestParamInfo<Variant>& info) {
+                           return std::string(VariantName(info.param));
+                         });
 
 template <typename Scalar>
-void CheckPackMatchesPortablePacker() {
-  const KernelImplementation& neon = NeonKernel();
-  ASSERT_EQ(neon.format.lhs_rows, neon.format.rhs_cols) << "one panel width is assumed below";
-  for (Order order : {Order::kRowMajor, Order::kColMajor}) {
-    for (Fill fill : kFills) {
-      for (int count : {1, 3, 4, 7}) {
-        for (int depth : {1, 15, 16, 17, 40}) {
-          for (int depth_start : {0, 5}) {
-            SCOPED_TRACE(testing::Message() << (order == Order::kRowMajor ? "row" : "col")
-                                            << "-major, " << FillName(fill) << ", count " << count
-                                            << ", depth " << depth << " from " << depth_start);
-            const int start = 2;
-            const Operand<Scalar> source(start + count, depth_start + depth, order, fill,
-                                         static_cast<std::uint32_t>(count * 100 + depth));
-            const PackedBlock expected =
-                Pack(&PackPortable, neon.format, source.View(), start, count, depth_start, depth);
-            for (PackFunction pack : {neon.pack_lhs, neon.pack_rhs}) {
+void CheckPackMatchesPortablePacker(const KernelImplementation& kernel) {
+  const KernelFormat& format = kernel.format;
+  for (bool lhs_side : {true, false}) {
+    const int width = lhs_side ? format.lhs_rows : format.rhs_cols;
+    const auto portable = [&](const MatrixView& source, int start, int count, int depth_start,
+                              int depth, void* packed, std::int32_t* sums) {
+      PackBytesPortable(source, PackedType::kInt8, format, width, start, count, depth_start, depth,
+                        packed, sums);
+    };
+    for (Order order : {Order::kRowMajor, Order::kColMajor}) {
+      for (Fill fill : kFills) {
+        for (int count : {1, width - 1, width, width + 1, 2 * width + 3}) {
+          for (int depth : {1, 3, 4, 5, 15, 16, 17, 40}) {
+            for (int depth_start : {0, 5}) {
+              SCOPED_TRACE(testing::Message() << (lhs_side ? "lhs, " : "rhs, ")
+                                              << (order == Order::kRowMajor ? "row" : "col")
+                                              << "-major, " << FillName(fill) << ", count " << count
+                                              << ", depth " << depth << " from " << depth_start);
+              const int start = 2;
+              const Operand<Scalar> source(start + count, depth_start + depth, order, fill,
+                                           static_cast<std::uint32_t>(count * 100 + depth));
+              const PackedBlock expected = PackBlock(portable, format, width, source.View(), start,
+                                                     count, depth_start, depth);
               const PackedBlock actual =
-                  Pack(pack, neon.format, source.View(), start, count, depth_start, depth);
+                  PackBlock(lhs_side ? kernel.pack_lhs : kernel.pack_rhs, format, width,
+                            source.View(), start, count, depth_start, depth);
               ASSERT_EQ(actual.bytes, expected.bytes);
               ASSERT_EQ(actual.sums, expected.sums);
             }
@@ -129,140 +162,175 @@ void CheckPackMatchesPortablePacker() {
   }
 }
 
-TEST(NeonPackTest, Uint8MatchesPortablePacker) { CheckPackMatchesPortablePacker<std::uint8_t>(); }
+TEST_P(NeonKernelTest, Uint8PackingMatchesPortablePacker) {
+  CheckPackMatchesPortablePacker<std::uint8_t>(Implementation());
+}
 
-TEST(NeonPackTest, Int8MatchesPortablePacker) { CheckPackMatchesPortablePacker<std::int8_t>(); }
+TEST_P(NeonKernelTest, Int8PackingMatchesPortablePacker) {
+  CheckPackMatchesPortablePacker<std::int8_t>(Implementation());
+}
 
-// One tile: packs lhs and rhs whole with `kernel` and runs its micro-kernel, first storing,
-// then accumulating onto the stored tile, which must double it. The tile is written with a
-// stride wider than the tile, whose extra entries must keep their contents.
+// One tile: packs lhs and rhs whole with `kernel` and runs its micro-kernel on the first
+// `used_rows` rows, first storing, then accumulating onto the stored tile, which must double
+// it. The accumulators have a stride wider than the tile; entries outside the used rows and
+// the tile's columns must keep their contents.
 struct Tile {
-  std::vector<std::uint32_t> raw;  // kRows x kCols, row-major
+  std::vector<std::uint32_t> raw;  // used_rows x rhs_cols, row-major
   std::vector<std::int32_t> row_sums;
   std::vector<std::int32_t> col_sums;
 };
 
 template <typename Lhs, typename Rhs>
-Tile RunTile(const KernelImplementation& kernel, const Operand<Lhs>& lhs, const Operand<Rhs>& rhs) {
+Tile RunTile(const KernelImplementation& kernel, const Operand<Lhs>& lhs, const Operand<Rhs>& rhs,
+             int used_rows) {
   const KernelFormat& format = kernel.format;
   const int depth = lhs.depth();
   const PackedBlock packed_lhs =
-      Pack(kernel.pack_lhs, format, lhs.View(), 0, format.lhs_rows, 0, depth);
+      PackBlock(kernel.pack_lhs, format, format.lhs_rows, lhs.View(), 0, format.lhs_rows, 0, depth);
   const PackedBlock packed_rhs =
-      Pack(kernel.pack_rhs, format, rhs.View(), 0, format.rhs_cols, 0, depth);
+      PackBlock(kernel.pack_rhs, format, format.rhs_cols, rhs.View(), 0, format.rhs_cols, 0, depth);
   const int stride = format.rhs_cols + 2;
   const std::int32_t kUntouched = -12345;
   std::vector<std::int32_t> acc(static_cast<std::size_t>(format.lhs_rows) * stride, kUntouched);
   const int padded_depth = RoundUp(depth, format.depth_group);
-  kernel.micro_kernel(packed_lhs.bytes.data(), packed_rhs.bytes.data(), padded_depth,
-                      format.lhs_rows, acc.data(), stride, false);
+  kernel.micro_kernel(packed_lhs.bytes.data(), packed_rhs.bytes.data(), padded_depth, used_rows,
+                      acc.data(), stride, false);
   Tile tile{{}, {}, {}};
-  for (int i = 0; i < format.lhs_rows; ++i) {
+  for (int i = 0; i < used_rows; ++i) {
     for (int j = 0; j < format.rhs_cols; ++j) {
       tile.raw.push_back(static_cast<std::uint32_t>(acc[i * stride + j]));
     }
   }
-  kernel.micro_kernel(packed_lhs.bytes.data(), packed_rhs.bytes.data(), padded_depth,
-                      format.lhs_rows, acc.data(), stride, true);
+  kernel.micro_kernel(packed_lhs.bytes.data(), packed_rhs.bytes.data(), padded_depth, used_rows,
+                      acc.data(), stride, true);
   for (int i = 0; i < format.lhs_rows; ++i) {
     for (int j = 0; j < stride; ++j) {
       const std::int32_t value = acc[i * stride + j];
-      if (j < format.rhs_cols) {
+      if (i < used_rows && j < format.rhs_cols) {
         EXPECT_EQ(static_cast<std::uint32_t>(value), 2 * tile.raw[i * format.rhs_cols + j])
             << "accumulating (" << i << ", " << j << ")";
       } else {
-        EXPECT_EQ(value, kUntouched) << "written outside the tile at (" << i << ", " << j << ")";
+        EXPECT_EQ(value, kUntouched)
+            << "written outside the " << used_rows << " rows at (" << i << ", " << j << ")";
       }
     }
   }
-  // The sums started from 7 (see Pack).
+  // The sums started from 7 (see PackBlock).
   for (std::int32_t sum : packed_lhs.sums) tile.row_sums.push_back(sum - 7);
   for (std::int32_t sum : packed_rhs.sums) tile.col_sums.push_back(sum - 7);
   return tile;
 }
 
-// The NEON tile, the reference kernel's tile and the 64-bit sum must agree modulo 2^32 once
-// the NEON tile gets back what packing subtracted: with shifts a (lhs) and b (rhs),
-// sum l*r = sum (l-a)(r-b) + b*sum(l-a) + a*sum(r-b) + a*b*depth, which is what unpacking adds.
+// The tile must equal the 64-bit sum modulo 2^32 once it gets back what packing subtracted:
+// with shifts a (lhs) and b (rhs), sum l*r = sum (l-a)(r-b) + b*sum(l-a) + a*sum(r-b) +
+// a*b*depth, which is what unpacking adds.
 template <typename Lhs, typename Rhs>
-void CheckTile(const Operand<Lhs>& lhs, const Operand<Rhs>& rhs) {
-  const KernelImplementation& neon = NeonKernel();
-  const KernelImplementation& reference = ReferenceKernel();
-  const int rows = neon.format.lhs_rows;
-  const int cols = neon.format.rhs_cols;
-  ASSERT_EQ(reference.format.lhs_rows, rows) << "both kernels must cover the same tile";
-  ASSERT_EQ(reference.format.rhs_cols, cols) << "both kernels must cover the same tile";
+void CheckTile(const KernelImplementation& kernel, const Operand<Lhs>& lhs, const Operand<Rhs>& rhs,
+               int used_rows) {
+  const int cols = kernel.format.rhs_cols;
   const int depth = lhs.depth();
-  const Tile neon_tile = RunTile(neon, lhs, rhs);
-  const Tile reference_tile = RunTile(reference, lhs, rhs);
-  const std::uint32_t lhs_shift = PackedValueShift(neon.format.lhs_type, lhs.View());
-  const std::uint32_t rhs_shift = PackedValueShift(neon.format.rhs_type, rhs.View());
-  for (int i = 0; i < rows; ++i) {
+  const Tile tile = RunTile(kernel, lhs, rhs, used_rows);
+  const std::uint32_t lhs_shift = PackedValueShift(kernel.format.lhs_type, lhs.View());
+  const std::uint32_t rhs_shift = PackedValueShift(kernel.format.rhs_type, rhs.View());
+  for (int i = 0; i < used_rows; ++i) {
     for (int j = 0; j < cols; ++j) {
       std::int64_t exact = 0;
       for (int d = 0; d < depth; ++d) exact += lhs(i, d) * rhs(j, d);
-      const auto expected = static_cast<std::uint32_t>(exact);
-      const std::uint32_t restored = neon_tile.raw[i * cols + j] +
-                                     rhs_shift * static_cast<std::uint32_t>(neon_tile.row_sums[i]) +
-                                     lhs_shift * static_cast<std::uint32_t>(neon_tile.col_sums[j]) +
+      const std::uint32_t restored = tile.raw[i * cols + j] +
+                                     rhs_shift * static_cast<std::uint32_t>(tile.row_sums[i]) +
+                                     lhs_shift * static_cast<std::uint32_t>(tile.col_sums[j]) +
                                      lhs_shift * rhs_shift * static_cast<std::uint32_t>(depth);
-      EXPECT_EQ(reference_tile.raw[i * cols + j], expected)
-          << "reference (" << i << ", " << j << ")";
-      EXPECT_EQ(restored, expected) << "neon (" << i << ", " << j << ")";
+      EXPECT_EQ(restored, static_cast<std::uint32_t>(exact))
+          << "(" << i << ", " << j << ") of " << used_rows << " rows";
     }
   }
 }
 
 template <typename Lhs, typename Rhs>
-void CheckTilesAtDepth(int depth, Order order) {
-  for (Fill lhs_fill : kFills) {
-    for (Fill rhs_fill : kFills) {
-      SCOPED_TRACE(testing::Message() << "lhs " << FillName(lhs_fill) << ", rhs "
-                                      << FillName(rhs_fill) << ", depth " << depth);
-      const Operand<Lhs> lhs(4, depth, order, lhs_fill, 1);
-      const Operand<Rhs> rhs(4, depth, order, rhs_fill, 2);
-      CheckTile(lhs, rhs);
-    }
-  }
-}
-
-template <typename Lhs, typename Rhs>
-void CheckTilesAtShortDepths() {
+void CheckTilesAtShortDepths(const KernelImplementation& kernel) {
+  const KernelFormat& format = kernel.format;
   for (Order order : {Order::kRowMajor, Order::kColMajor}) {
-    for (int depth : {1, 2, 15, 16, 17, 33, 1000}) CheckTilesAtDepth<Lhs, Rhs>(depth, order);
+    for (int depth : {1, 2, 3, 4, 5, 15, 16, 17, 33, 1000}) {
+      for (Fill lhs_fill : kFills) {
+        for (Fill rhs_fill : kFills) {
+          SCOPED_TRACE(testing::Message() << "lhs " << FillName(lhs_fill) << ", rhs "
+                                          << FillName(rhs_fill) << ", depth " << depth);
+          const Operand<Lhs> lhs(format.lhs_rows, depth, order, lhs_fill, 1);
+          const Operand<Rhs> rhs(format.rhs_cols, depth, order, rhs_fill, 2);
+          CheckTile(kernel, lhs, rhs, format.lhs_rows);
+        }
+      }
+    }
   }
 }
 
 // All four operand type pairs: uint8 zeros pack to -128, so uint8 x uint8 at its minimum is
 // the -128 * -128 case, as is int8 x int8 at its minimum; uint8 255 packs to 127.
-TEST(NeonMicroKernelTest, Uint8Uint8MatchesReference) {
-  CheckTilesAtShortDepths<std::uint8_t, std::uint8_t>();
+TEST_P(NeonKernelTest, Uint8Uint8MicroKernelMatchesExactSum) {
+  CheckTilesAtShortDepths<std::uint8_t, std::uint8_t>(Implementation());
 }
-TEST(NeonMicroKernelTest, Uint8Int8MatchesReference) {
-  CheckTilesAtShortDepths<std::uint8_t, std::int8_t>();
+TEST_P(NeonKernelTest, Uint8Int8MicroKernelMatchesExactSum) {
+  CheckTilesAtShortDepths<std::uint8_t, std::int8_t>(Implementation());
 }
-TEST(NeonMicroKernelTest, Int8Uint8MatchesReference) {
-  CheckTilesAtShortDepths<std::int8_t, std::uint8_t>();
+TEST_P(NeonKernelTest, Int8Uint8MicroKernelMatchesExactSum) {
+  CheckTilesAtShortDepths<std::int8_t, std::uint8_t>(Implementation());
 }
-TEST(NeonMicroKernelTest, Int8Int8MatchesReference) {
-  CheckTilesAtShortDepths<std::int8_t, std::int8_t>();
+TEST_P(NeonKernelTest, Int8Int8MicroKernelMatchesExactSum) {
+  CheckTilesAtShortDepths<std::int8_t, std::int8_t>(Implementation());
 }
 
-// Past the int32 limit: 16384 * 131077 > 2^31 for the packed -128 * -128, and 65025 * 131077
-// for uint8 255 * 255 in the reference's int16 layout, so the raw sums wrap and only agree
-// modulo 2^32. The depth is not a multiple of the group either.
-TEST(NeonMicroKernelTest, WrapsLikeReferenceBeyondInt32Limit) {
+// A short last panel runs the micro-kernel for fewer rows: each count computes its rows and
+// writes no others.
+TEST_P(NeonKernelTest, MicroKernelComputesOnlyTheRowsAskedFor) {
+  const KernelFormat& format = Implementation().format;
+  for (int used_rows = 1; used_rows <= format.lhs_rows; ++used_rows) {
+    for (int depth : {1, 7, 33}) {
+      SCOPED_TRACE(testing::Message() << used_rows << " rows, depth " << depth);
+      const Operand<std::uint8_t> lhs(format.lhs_rows, depth, Order::kRowMajor, Fill::kRandom, 3);
+      const Operand<std::int8_t> rhs(format.rhs_cols, depth, Order::kColMajor, Fill::kRandom, 4);
+      CheckTile(Implementation(), lhs, rhs, used_rows);
+    }
+  }
+}
+
+// Past the int32 limit: 16384 * 131077 > 2^31 for the packed -128 * -128, so the raw sums wrap
+// and only agree modulo 2^32. The depth is not a multiple of any depth group either.
+template <typename Lhs, typename Rhs>
+void CheckWrapping(const KernelImplementation& kernel, Order lhs_order, Fill lhs_fill,
+                   Order rhs_order, Fill rhs_fill) {
   constexpr int kDepth = 131077;
   static_assert(16384LL * kDepth > std::numeric_limits<std::int32_t>::max(), "must wrap");
-  const Operand<std::int8_t> int8_min(4, kDepth, Order::kRowMajor, Fill::kMin, 1);
-  const Operand<std::uint8_t> uint8_min(4, kDepth, Order::kRowMajor, Fill::kMin, 1);
-  const Operand<std::uint8_t> uint8_max(4, kDepth, Order::kColMajor, Fill::kMax, 1);
-  const Operand<std::uint8_t> uint8_mixed(4, kDepth, Order::kRowMajor, Fill::kMaxMinAlternating, 1);
-  CheckTile(int8_min, int8_min);
-  CheckTile(uint8_min, uint8_min);
-  CheckTile(uint8_max, uint8_max);
-  CheckTile(uint8_mixed, int8_min);
-  CheckTile(uint8_max, uint8_mixed);
+  const KernelFormat& format = kernel.format;
+  const Operand<Lhs> lhs(format.lhs_rows, kDepth, lhs_order, lhs_fill, 1);
+  const Operand<Rhs> rhs(format.rhs_cols, kDepth, rhs_order, rhs_fill, 1);
+  CheckTile(kernel, lhs, rhs, format.lhs_rows);
+}
+
+TEST_P(NeonKernelTest, MicroKernelWrapsBeyondInt32Limit) {
+  using std::int8_t;
+  using std::uint8_t;
+  const KernelImplementation& kernel = Implementation();
+  const Order row = Order::kRowMajor, col = Order::kColMajor;
+  CheckWrapping<int8_t, int8_t>(kernel, row, Fill::kMin, row, Fill::kMin);
+  CheckWrapping<uint8_t, uint8_t>(kernel, row, Fill::kMin, row, Fill::kMin);
+  CheckWrapping<uint8_t, uint8_t>(kernel, col, Fill::kMax, col, Fill::kMax);
+  CheckWrapping<uint8_t, int8_t>(kernel, row, Fill::kMaxMinAlternating, row, Fill::kMin);
+  CheckWrapping<uint8_t, uint8_t>(kernel, col, Fill::kMax, row, Fill::kMaxMinAlternating);
+}
+
+// Kernel::kNeon runs the dot-product kernel where the CPU has SDOT, for an ordinary and a
+// prepacked rhs alike; narrow operands keep the narrow kernels.
+TEST(NeonDispatchTest, EightBitOperandsRunTheDotKernelWhereTheCpuHasIt) {
+  const KernelImplementation& best = HasNeonDot() ? NeonDotKernel() : NeonKernel();
+  EXPECT_EQ(&GetKernelImplementation(Kernel::kNeon), &best);
+  EXPECT_EQ(&GetKernelImplementation(Kernel::kNeon, 8, 8), &best);
+  EXPECT_EQ(&GetPrepackedRhsKernelImplementation(Kernel::kNeon), &best);
+  for (const auto& [lhs_bits, rhs_bits] : {std::pair{7, 5}, std::pair{8, 7}, std::pair{1, 8}}) {
+    const KernelImplementation* narrow = NeonNarrowKernel(lhs_bits, rhs_bits);
+    ASSERT_NE(narrow, nullptr) << lhs_bits << " x " << rhs_bits << " bits";
+    EXPECT_EQ(&GetKernelImplementation(Kernel::kNeon, lhs_bits, rhs_bits), narrow);
+    EXPECT_EQ(&GetPrepackedRhsKernelImplementation(Kernel::kNeon, lhs_bits, rhs_bits), narrow);
+  }
 }
 
 }  // namespace
