@@ -284,18 +284,35 @@ class Writer {
     int line = 0;
     if (entry_step != 1 && line_step == 1) {
       // The accumulators run across the result's lines: kLanes lines at a time, loaded as
-      // kLanes vectors across them and transposed in registers into vectors along them.
+      // kLanes vectors across them and transposed in registers into vectors along them. Long
+      // lines keep them in a buffer of lines, chunk by chunk, which then runs through the batch
+      // loops like any contiguous line; short ones (a small batch's columns) go straight from
+      // the registers, one vector per line.
       const int whole_length = length / Isa::kLanes * Isa::kLanes;
+      alignas(64) std::int32_t buffer[Isa::kLanes][kTransposedChunk];
       for (; line + Isa::kLanes <= lines; line += Isa::kLanes) {
-        for (int entry = 0; entry < whole_length; entry += Isa::kLanes) {
-          Raw vectors[Isa::kLanes];
-          for (int i = 0; i < Isa::kLanes; ++i) {
-            vectors[i] = Isa::Load(block_.data + (entry + i) * entry_step + line);
+        for (int chunk = 0; chunk < whole_length; chunk += kTransposedChunk) {
+          const int chunk_end =
+              whole_length - chunk < kTransposedChunk ? whole_length : chunk + kTransposedChunk;
+          const bool buffered = chunk_end - chunk >= kTransposedBufferedLength;
+          for (int entry = chunk; entry < chunk_end; entry += Isa::kLanes) {
+            Raw vectors[Isa::kLanes];
+            for (int i = 0; i < Isa::kLanes; ++i) {
+              vectors[i] = Isa::Load(block_.data + (entry + i) * entry_step + line);
+            }
+            Isa::Transpose(vectors);
+            for (int i = 0; i < Isa::kLanes; ++i) {
+              if (buffered) {
+                Isa::Store(vectors[i], sizeof(std::int32_t), buffer[i] + (entry - chunk));
+              } else {
+                StartLine(line + i);
+                Finish(Owed(vectors[i], entry, Isa::kLanes), entry, Isa::kLanes);
+              }
+            }
           }
-          Isa::Transpose(vectors);
-          for (int i = 0; i < Isa::kLanes; ++i) {
+          for (int i = 0; i < Isa::kLanes && buffered; ++i) {
             StartLine(line + i);
-            Finish(Owed(vectors[i], entry, Isa::kLanes), entry, Isa::kLanes);
+            WriteContiguous(buffer[i], chunk, chunk_end);
           }
         }
         for (int i = 0; i < Isa::kLanes && whole_length < length; ++i) {
@@ -307,31 +324,42 @@ class Writer {
   }
 
  private:
-  // Entries [first, end) of line `line`: batches of vectors of lanes at a time, whose programs
-  // run side by side (one vector's program is a single chain of dependent operations).
+  // Entries per line that the transposed path buffers at a time, and the fewest it buffers:
+  // four vectors, enough for the batch loops to repay storing and reloading them.
+  static constexpr int kTransposedChunk = 64;
+  static constexpr int kTransposedBufferedLength = 4 * Isa::kLanes;
+
+  // Entries [first, end) of line `line`.
   void WriteLine(int line, int first, int end, std::ptrdiff_t line_step,
                  std::ptrdiff_t entry_step) {
     StartLine(line);
     const std::int32_t* acc = block_.data + line * line_step;
-    int entry = first;
-    if (entry_step == 1) entry = (this->*write_batches_)(acc, entry, end);
+    if (entry_step == 1) {
+      WriteContiguous(acc + first, first, end);
+      return;
+    }
     std::int32_t gathered[Isa::kLanes];
-    for (; entry < end; entry += Isa::kLanes) {
+    for (int entry = first; entry < end; entry += Isa::kLanes) {
       const int count = end - entry < Isa::kLanes ? end - entry : Isa::kLanes;
-      Raw v;
-      if (entry_step == 1) {
-        v = LoadPartial<Isa>(acc + entry, count);
-      } else {
-        for (int lane = 0; lane < count; ++lane) gathered[lane] = acc[(entry + lane) * entry_step];
-        v = LoadPartial<Isa>(gathered, count);
-      }
-      Finish(Owed(v, entry, count), entry, count);
+      for (int lane = 0; lane < count; ++lane) gathered[lane] = acc[(entry + lane) * entry_step];
+      Finish(Owed(LoadPartial<Isa>(gathered, count), entry, count), entry, count);
     }
   }
 
-  // Writes the whole batches of contiguous entries of the current line from `entry` on, and
-  // returns where they end.
-  using BatchLoop = int (Writer::*)(const std::int32_t* acc, int entry, int end);
+  // Entries [first, end) of the current line from contiguous sums, sums[0] being entry `first`:
+  // batches of vectors of lanes at a time, whose programs run side by side (one vector's program
+  // is a single chain of dependent operations), then the rest one vector at a time.
+  void WriteContiguous(const std::int32_t* sums, int first, int end) {
+    int entry = (this->*write_batches_)(sums, first, end);
+    for (; entry < end; entry += Isa::kLanes) {
+      const int count = end - entry < Isa::kLanes ? end - entry : Isa::kLanes;
+      Finish(Owed(LoadPartial<Isa>(sums + (entry - first), count), entry, count), entry, count);
+    }
+  }
+
+  // Writes the whole batches of contiguous entries of the current line from `entry` on, sums[0]
+  // being entry `entry`, and returns where they end.
+  using BatchLoop = int (Writer::*)(const std::int32_t* sums, int entry, int end);
 
   // The common pipelines have their own batch loop, with the program's stages inlined in order
   // and their parameters hoisted out of it. Through the generic loop, which dispatches each
@@ -371,21 +399,21 @@ class Writer {
   // scale varies along it (per-channel across a row-major result's columns) takes the generic
   // loop.
   template <int kSize, OutputOpcode... kOpcodes>
-  int WriteShapeBatches(const std::int32_t* acc, int entry, int end) {
+  int WriteShapeBatches(const std::int32_t* sums, int entry, int end) {
     for (int k = 0; k < count_; ++k) {
       if (instructions_[k].instruction->opcode == OutputOpcode::kScaleByFixedPoint &&
           !instructions_[k].ScaleIsUniform()) {
-        return WriteBatches<kSize, false>(acc, entry, end);
+        return WriteBatches<kSize, false>(sums, entry, end);
       }
     }
-    return WriteBatches<kSize, true, kOpcodes...>(acc, entry, end);
+    return WriteBatches<kSize, true, kOpcodes...>(sums, entry, end);
   }
 
   // A BatchLoop for kSize-byte results: the program's instructions are kOpcodes when kKnown, else
   // dispatched one by one. The element size is a constant and the line's output pointer a local:
   // a store through a char pointer could alias any member, so GCC would reload each one after it.
   template <int kSize, bool kKnown, OutputOpcode... kOpcodes>
-  int WriteBatches(const std::int32_t* acc, int entry, int end) {
+  int WriteBatches(const std::int32_t* sums, int entry, int end) {
     // Dispatching instruction by instruction costs the same for any batch: four vectors share
     // it. Inlined, two vectors at a time keep everything in registers and interleave enough.
     constexpr int kBatch = kKnown ? 2 : 4;
@@ -397,12 +425,13 @@ class Writer {
     const LineRescale<Isa> rescale = line_rescale_;
     LineInstruction<Isa> known[sizeof...(kOpcodes) + 1];
     for (int k = 0; k < static_cast<int>(sizeof...(kOpcodes)); ++k) known[k] = instructions_[k];
-    for (; entry + kBatch * Isa::kLanes <= end; entry += kBatch * Isa::kLanes) {
+    for (; entry + kBatch * Isa::kLanes <= end;
+         entry += kBatch * Isa::kLanes, sums += kBatch * Isa::kLanes) {
       Raw vectors[kBatch];
       for (int j = 0; j < kBatch; ++j) {
         const int first_entry = entry + j * Isa::kLanes;
         vectors[j] =
-            rescale.Apply(terms.AddTo(Isa::Load(acc + first_entry), first_entry, Isa::kLanes),
+            rescale.Apply(terms.AddTo(Isa::Load(sums + j * Isa::kLanes), first_entry, Isa::kLanes),
                           first_entry, Isa::kLanes);
       }
       if constexpr (kKnown) {

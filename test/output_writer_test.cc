@@ -118,8 +118,8 @@ std::vector<KernelWriter> Writers() {
 TEST(OutputWriterTest, EveryCompiledStageMatchesScalarEval) {
   constexpr std::int32_t kMin = std::numeric_limits<std::int32_t>::min();
   constexpr std::int32_t kMax = std::numeric_limits<std::int32_t>::max();
-  // One value per channel of the largest block below (67 lines after a start of 5).
-  constexpr int kChannels = 72;
+  // One value per channel of the largest block below (131 lines after a start of 5).
+  constexpr int kChannels = 136;
   std::vector<std::int32_t> per_channel(kChannels);
   std::vector<std::int32_t> shifts(kChannels), exponents(kChannels), multipliers(kChannels);
   std::mt19937 random(11);
@@ -135,8 +135,8 @@ TEST(OutputWriterTest, EveryCompiledStageMatchesScalarEval) {
     SCOPED_TRACE(KernelName(kernel_writer.kernel));
     const internal::OutputWriter writer = kernel_writer.writer;
     // Every short length, and lines long enough for whole batches of vectors (the writers'
-    // inner loops) with and without a remainder.
-    std::vector<int> lengths = {31, 32, 33, 48, 67};
+    // inner loops) with and without a remainder, and for two chunks of the transposed path.
+    std::vector<int> lengths = {31, 32, 33, 48, 67, 131};
     for (int length = 1; length <= 17; ++length) lengths.push_back(length);
     for (int length : lengths) {
       for (int shift = 0; shift <= 31; ++shift) {
