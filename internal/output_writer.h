@@ -218,15 +218,16 @@ struct LineRescale {
   const double* along_b = nullptr;
   double reciprocal = 0;
 
-  // `along_cols`: the line is result row `row`; else result column `col`.
-  static LineRescale For(const Rescale* rescale, int row, int col, bool along_cols) {
+  // `along_cols`: the line is result row `row`; else result column `col`. `reciprocal` is
+  // 1 / rescale->divisor, divided out once per block rather than per line.
+  static LineRescale For(const Rescale* rescale, double reciprocal, int row, int col,
+                         bool along_cols) {
     if (rescale == nullptr) return {};
     const RescaleLineTerms& line = along_cols ? rescale->lhs : rescale->rhs;
     const RescaleLineTerms& along = along_cols ? rescale->rhs : rescale->lhs;
     const int line_index = along_cols ? row : col;
     const int first = along_cols ? col : row;
-    return {line.a[line_index], line.b[line_index], along.a + first, along.b + first,
-            1.0 / rescale->divisor};
+    return {line.a[line_index], line.b[line_index], along.a + first, along.b + first, reciprocal};
   }
 
   Raw Apply(Raw sums, int entry, int count) const {
@@ -264,6 +265,7 @@ class Writer {
       : block_(block),
         terms_(terms),
         rescale_(rescale),
+        reciprocal_(rescale != nullptr ? 1.0 / rescale->divisor : 0.0),
         result_(result),
         row_major_(result.order == Order::kRowMajor),
         size_(ElementSize(result.type)),
@@ -451,7 +453,7 @@ class Writer {
     line_terms_ = LineTerms<Isa>::For(terms_, line, row_major_);
     row_ = block_.row_start + (row_major_ ? line : 0);
     col_ = block_.col_start + (row_major_ ? 0 : line);
-    line_rescale_ = LineRescale<Isa>::For(rescale_, row_, col_, row_major_);
+    line_rescale_ = LineRescale<Isa>::For(rescale_, reciprocal_, row_, col_, row_major_);
     for (int k = 0; k < count_; ++k) instructions_[k].ForLine(row_, col_, row_major_);
     // The view is of the caller's writable result map.
     out_ = static_cast<char*>(const_cast<void*>(result_.data)) +
@@ -476,6 +478,7 @@ class Writer {
   const AccumulatorBlock& block_;
   const OffsetTerms& terms_;
   const Rescale* rescale_;
+  const double reciprocal_;
   const MatrixView& result_;
   const bool row_major_;
   const int size_;
