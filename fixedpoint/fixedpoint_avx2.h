@@ -117,10 +117,10 @@ inline Avx2Int32x8 SaturatingRoundingDoublingHighMul(Avx2Int32x8 a, Avx2Int32x8 
       _mm256_mul_epi32(_mm256_srli_epi64(a.v, 32), _mm256_srli_epi64(b.v, 32)), nudge);
   const __m256i result =
       _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xaa);
-  // INT32_MIN * INT32_MIN gives 2^31, read as INT32_MIN: flipping every bit saturates it.
-  const __m256i min = _mm256_set1_epi32(INT32_MIN);
-  const __m256i overflow =
-      _mm256_and_si256(_mm256_cmpeq_epi32(a.v, min), _mm256_cmpeq_epi32(b.v, min));
+  // Only INT32_MIN * INT32_MIN reaches 2^31, read as INT32_MIN; every other product lands in
+  // [-2^31 + 1, 2^31 - 1]. So a lane reading INT32_MIN overflowed, and flipping its every bit
+  // saturates it.
+  const __m256i overflow = _mm256_cmpeq_epi32(result, _mm256_set1_epi32(INT32_MIN));
   return {_mm256_xor_si256(result, overflow)};
 }
 

@@ -135,9 +135,10 @@ inline Sse41Int32x4 SaturatingRoundingDoublingHighMul(Sse41Int32x4 a, Sse41Int32
   const __m128i odd =
       _mm_add_epi64(_mm_mul_epi32(_mm_srli_epi64(a.v, 32), _mm_srli_epi64(b.v, 32)), nudge);
   const __m128i result = _mm_blend_epi16(_mm_srli_epi64(even, 31), _mm_slli_epi64(odd, 1), 0xcc);
-  // INT32_MIN * INT32_MIN gives 2^31, read as INT32_MIN: flipping every bit saturates it.
-  const __m128i min = _mm_set1_epi32(INT32_MIN);
-  const __m128i overflow = _mm_and_si128(_mm_cmpeq_epi32(a.v, min), _mm_cmpeq_epi32(b.v, min));
+  // Only INT32_MIN * INT32_MIN reaches 2^31, read as INT32_MIN; every other product lands in
+  // [-2^31 + 1, 2^31 - 1]. So a lane reading INT32_MIN overflowed, and flipping its every bit
+  // saturates it.
+  const __m128i overflow = _mm_cmpeq_epi32(result, _mm_set1_epi32(INT32_MIN));
   return {_mm_xor_si128(result, overflow)};
 }
 

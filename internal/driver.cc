@@ -52,6 +52,8 @@ struct ScratchLayout {
   std::size_t rhs_offsets_bytes;
   std::size_t packed_lhs_bytes;
   std::size_t row_sums_bytes;
+  std::size_t row_parts_bytes;
+  std::size_t col_parts_bytes;
   std::size_t acc_bytes;
   std::size_t rhs_block_bytes;
 
@@ -67,6 +69,8 @@ struct ScratchLayout {
         packed_lhs_bytes(AlignUp(static_cast<std::size_t>(blocking.rows) * padded_depth *
                                  PackedSize(format.lhs_type))),
         row_sums_bytes(AlignUp(sizeof(std::int32_t) * blocking.rows)),
+        row_parts_bytes(row_sums_bytes),
+        col_parts_bytes(AlignUp(sizeof(std::int32_t) * blocking.cols)),
         acc_bytes(AlignUp(sizeof(std::int32_t) * blocking.rows *
                           AccumulatorStride(blocking.cols, format))),
         rhs_block_bytes(stream_rhs ? AlignUp(static_cast<std::size_t>(blocking.streamed_cols) *
@@ -77,7 +81,8 @@ struct ScratchLayout {
     return packed_rhs_bytes + col_sums_bytes + lhs_offsets_bytes + rhs_offsets_bytes;
   }
   std::size_t PerWorker() const {
-    return packed_lhs_bytes + row_sums_bytes + acc_bytes + rhs_block_bytes;
+    return packed_lhs_bytes + row_sums_bytes + row_parts_bytes + col_parts_bytes + acc_bytes +
+           rhs_block_bytes;
   }
   std::size_t Total(int workers) const { return Shared() + PerWorker() * workers; }
 };
@@ -98,6 +103,10 @@ struct WorkerScratch {
   char* packed_lhs;
   // The packed rows' sums, then (MakeRowTerms) their offset row terms.
   std::int32_t* row_sums;
+  // Separable offset terms (OffsetTerms::row_part): the task's rows' parts, and the current
+  // block's columns' parts.
+  std::int32_t* row_parts;
+  std::int32_t* col_parts;
   std::int32_t* acc;
   char* rhs_block;
 };
@@ -117,6 +126,8 @@ struct GemmTask {
   OutputWriter output_writer;
   // The task computes result^T = rhs^T * lhs^T: its rows are result columns.
   bool transposed;
+  // The writer gets the offset terms as row and column parts (both offsets uniform).
+  bool separable_terms;
   int workers;
   // The rhs chunk being worked on: columns [chunk_start, chunk_start + chunk_cols).
   int chunk_start = 0;
@@ -149,6 +160,10 @@ struct GemmTask {
     p += layout.packed_lhs_bytes;
     worker_scratch.row_sums = reinterpret_cast<std::int32_t*>(p);
     p += layout.row_sums_bytes;
+    worker_scratch.row_parts = reinterpret_cast<std::int32_t*>(p);
+    p += layout.row_parts_bytes;
+    worker_scratch.col_parts = reinterpret_cast<std::int32_t*>(p);
+    p += layout.col_parts_bytes;
     worker_scratch.acc = reinterpret_cast<std::int32_t*>(p);
     p += layout.acc_bytes;
     worker_scratch.rhs_block = p;
@@ -226,9 +241,16 @@ struct GemmTask {
       if (output_writer != nullptr) {
         // a[r] * col_sums[c] + row_terms[r] * b[c], with task rows r along the result's columns
         // when transposed: the writer adds them as it loads the block, then the rescale.
-        const OffsetTerms terms =
-            transposed ? OffsetTerms{col_sums, lhs_offsets, rhs_offsets, scratch.row_sums}
-                       : OffsetTerms{lhs_offsets, col_sums, scratch.row_sums, rhs_offsets};
+        OffsetTerms terms = transposed
+                                ? OffsetTerms{col_sums, lhs_offsets, rhs_offsets, scratch.row_sums}
+                                : OffsetTerms{lhs_offsets, col_sums, scratch.row_sums, rhs_offsets};
+        if (separable_terms) {
+          ScaleTerms(lhs_offsets[0], col_sums, block_cols, scratch.col_parts);
+          terms = transposed ? OffsetTerms{nullptr, nullptr,           nullptr,
+                                           nullptr, scratch.col_parts, scratch.row_parts}
+                             : OffsetTerms{nullptr, nullptr,           nullptr,
+                                           nullptr, scratch.row_parts, scratch.col_parts};
+        }
         output_writer(*target.program, block, terms, result_rescale, target.result);
       } else {
         AddOffsetTerms(lhs_offsets, scratch.row_sums, rows, rhs_offsets, col_sums, block_cols,
@@ -259,6 +281,9 @@ struct GemmTask {
     std::memset(scratch.row_sums, 0, sizeof(std::int32_t) * rows);
     kernel.pack_lhs(lhs, row_start, rows, 0, lhs.cols, scratch.packed_lhs, scratch.row_sums);
     MakeRowTerms(shared.lhs_offsets + row_start, lhs.cols, rows, scratch.row_sums);
+    if (separable_terms) {
+      ScaleTerms(shared.rhs_offsets[0], scratch.row_sums, rows, scratch.row_parts);
+    }
     RunBlocks(scratch, row_start, rows, col_start, col_end - col_start);
   }
 
@@ -364,8 +389,11 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   shared.rhs_col_sums = shared.col_sums;
   EffectiveOffsets(lhs_offset, PackedValueShift(format.lhs_type, lhs), rows, shared.lhs_offsets);
   EffectiveOffsets(rhs_offset, PackedValueShift(format.rhs_type, rhs), cols, shared.rhs_offsets);
-  GemmTask task{kernel,  lhs,    Transposed(rhs), blocking,      padded_depth, stream_rhs, layout,
-                scratch, shared, target,          output_writer, transposed,   1};
+  const bool separable_terms =
+      output_writer != nullptr && !lhs_offset.is_per_channel() && !rhs_offset.is_per_channel();
+  GemmTask task{kernel,        lhs,        Transposed(rhs), blocking, padded_depth,
+                stream_rhs,    layout,     scratch,         shared,   target,
+                output_writer, transposed, separable_terms, 1};
   Rescale task_rescale;
   if (narrow != nullptr && narrow->rescale != nullptr) {
     task_rescale = *narrow->rescale;

@@ -56,6 +56,22 @@ struct Avx2 {
                               four(_mm256_extracti128_si256(sums.v, 1), 4))};
   }
 
+  template <ElementType kType>
+  static void StoreSaturated(Raw a, Raw b, void* out) {
+    // Per 128-bit half: a's four lanes, then b's.
+    const __m256i halves = _mm256_packs_epi32(a.v, b.v);
+    if (kType == ElementType::kInt16) {
+      _mm256_storeu_si256(static_cast<__m256i*>(out), _mm256_permute4x64_epi64(halves, 0xd8));
+      return;
+    }
+    // The same as bytes, twice over.
+    const __m256i bytes = kType == ElementType::kInt8 ? _mm256_packs_epi16(halves, halves)
+                                                      : _mm256_packus_epi16(halves, halves);
+    const __m256i in_order =
+        _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5));
+    _mm_storeu_si128(static_cast<__m128i*>(out), _mm256_castsi256_si128(in_order));
+  }
+
   static void Store(Raw v, int size, void* out) {
     if (size == 4) {
       _mm256_storeu_si256(static_cast<__m256i*>(out), v.v);

@@ -44,6 +44,18 @@ struct Neon {
     return vcombine_s32(two(vget_low_s32(sums), 0), two(vget_high_s32(sums), 2));
   }
 
+  template <ElementType kType>
+  static void StoreSaturated(Raw a, Raw b, void* out) {
+    const int16x8_t halves = vcombine_s16(vqmovn_s32(a), vqmovn_s32(b));
+    if (kType == ElementType::kInt16) {
+      vst1q_s16(static_cast<std::int16_t*>(out), halves);
+    } else if (kType == ElementType::kInt8) {
+      vst1_s8(static_cast<std::int8_t*>(out), vqmovn_s16(halves));
+    } else {
+      vst1_u8(static_cast<std::uint8_t*>(out), vqmovun_s16(halves));
+    }
+  }
+
   static void Store(Raw v, int size, void* out) {
     if (size == 4) {
       vst1q_s32(static_cast<std::int32_t*>(out), v);

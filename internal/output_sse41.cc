@@ -49,6 +49,18 @@ struct Sse41 {
     return {_mm_unpacklo_epi64(two(sums.v, 0), two(_mm_unpackhi_epi64(sums.v, sums.v), 2))};
   }
 
+  template <ElementType kType>
+  static void StoreSaturated(Raw a, Raw b, void* out) {
+    const __m128i halves = _mm_packs_epi32(a.v, b.v);
+    if (kType == ElementType::kInt16) {
+      _mm_storeu_si128(static_cast<__m128i*>(out), halves);
+      return;
+    }
+    const __m128i bytes = kType == ElementType::kInt8 ? _mm_packs_epi16(halves, halves)
+                                                      : _mm_packus_epi16(halves, halves);
+    _mm_storel_epi64(static_cast<__m128i*>(out), bytes);
+  }
+
   static void Store(Raw v, int size, void* out) {
     if (size == 4) {
       _mm_storeu_si128(static_cast<__m128i*>(out), v.v);

@@ -34,6 +34,15 @@ void MakeRowTerms(const std::int32_t* lhs_offsets, int depth, int rows, std::int
 }
 
 LOWBIT_UNPACK_CLONES
+void ScaleTerms(std::int32_t factor, const std::int32_t* values, int count, std::int32_t* out) {
+  // Unsigned, so that wrapping is defined.
+  for (int i = 0; i < count; ++i) {
+    out[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(factor) *
+                                       static_cast<std::uint32_t>(values[i]));
+  }
+}
+
+LOWBIT_UNPACK_CLONES
 void AddOffsetTerms(const std::int32_t* lhs_offsets, const std::int32_t* row_terms, int rows,
                     const std::int32_t* rhs_offsets, const std::int32_t* col_sums, int cols,
                     std::int32_t* acc, int acc_stride) {

@@ -21,6 +21,11 @@ void EffectiveOffsets(const Offsets& offsets, int value_shift, int count, std::i
 // offsets), two products.
 void MakeRowTerms(const std::int32_t* lhs_offsets, int depth, int rows, std::int32_t* row_sums);
 
+// out[i] = factor * values[i] (wrapping) for i < count. When both effective offsets are uniform,
+// a and b, an entry's terms separate into a row part b * row_terms[r] and a column part
+// a * col_sums[c], each computed once per row or column.
+void ScaleTerms(std::int32_t factor, const std::int32_t* values, int count, std::int32_t* out);
+
 // The offset terms of a block of raw sums, in the block's result coordinates: entry (i, j) is
 // owed row_first[i] * col_first[j] + row_second[i] * col_second[j], indices counted from the
 // block's first row and column, in wrapping int32 arithmetic: the true result fits int32 (the
@@ -32,6 +37,10 @@ struct OffsetTerms {
   const std::int32_t* col_first = nullptr;
   const std::int32_t* row_second = nullptr;
   const std::int32_t* col_second = nullptr;
+  // Or, when both offsets are uniform (ScaleTerms), row_part[i] + col_part[j]: one term per row
+  // and one per column, with the four above unused.
+  const std::int32_t* row_part = nullptr;
+  const std::int32_t* col_part = nullptr;
 };
 
 // acc[r][c] += a[r] * col_sums[c] + b[c] * row_terms[r] for the rows x cols of a task's block

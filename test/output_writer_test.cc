@@ -36,7 +36,8 @@ std::vector<std::int32_t> EdgeValues() {
 
 // Runs `pipeline` over a rows x cols block of edge values through `writer` and through the
 // scalar Eval, in every layout, and compares; once on the edge values as final accumulators, and
-// once as raw sums still owed random offset terms (which wrap), as the driver hands them over.
+// twice as raw sums still owed random offset terms (which wrap), as the driver hands them over:
+// as two products, and separable into row and column parts.
 // With `rescale` (sums of requantized operands), the scalar side rescales each sum with the
 // scalar path's RescaleBlock before Eval.
 template <typename Pipeline>
@@ -54,13 +55,21 @@ void CheckWriter(internal::OutputWriter writer, const Pipeline& pipeline, int ro
     for (std::int32_t& term : terms) term = owed ? static_cast<std::int32_t>(random()) : 0;
     return terms;
   };
-  for (bool owed : {false, true}) {
-    const std::vector<std::int32_t> row_first = terms_for(rows, owed),
-                                    row_second = terms_for(rows, owed);
-    const std::vector<std::int32_t> col_first = terms_for(cols, owed),
-                                    col_second = terms_for(cols, owed);
-    const internal::OffsetTerms terms{row_first.data(), col_first.data(), row_second.data(),
-                                      col_second.data()};
+  enum class Owed { kNothing, kProducts, kSeparable };
+  for (Owed owed : {Owed::kNothing, Owed::kProducts, Owed::kSeparable}) {
+    const bool products = owed == Owed::kProducts, separable = owed == Owed::kSeparable;
+    const std::vector<std::int32_t> row_first = terms_for(rows, products),
+                                    row_second = terms_for(rows, products);
+    const std::vector<std::int32_t> col_first = terms_for(cols, products),
+                                    col_second = terms_for(cols, products);
+    const std::vector<std::int32_t> row_part = terms_for(rows, separable),
+                                    col_part = terms_for(cols, separable);
+    const internal::OffsetTerms terms =
+        separable  ? internal::OffsetTerms{nullptr, nullptr,         nullptr,
+                                          nullptr, row_part.data(), col_part.data()}
+        : products ? internal::OffsetTerms{row_first.data(), col_first.data(), row_second.data(),
+                                           col_second.data()}
+                   : internal::OffsetTerms{};
     for (bool acc_row_major : {true, false}) {
       for (Order order : {Order::kRowMajor, Order::kColMajor}) {
         const int row_start = 3, col_start = 5;
@@ -82,14 +91,17 @@ void CheckWriter(internal::OutputWriter writer, const Pipeline& pipeline, int ro
                 static_cast<std::uint32_t>(row_first[r]) *
                     static_cast<std::uint32_t>(col_first[c]) +
                 static_cast<std::uint32_t>(row_second[r]) *
-                    static_cast<std::uint32_t>(col_second[c]));
+                    static_cast<std::uint32_t>(col_second[c]) +
+                static_cast<std::uint32_t>(row_part[r]) + static_cast<std::uint32_t>(col_part[c]));
             if (rescale != nullptr) {
               internal::RescaleBlock(*rescale, row_start + r, 1, col_start + c, 1, &value, 1);
             }
             ASSERT_EQ(out_map(row_start + r, col_start + c),
                       meta::EvalPipeline(pipeline, value, row_start + r, col_start + c))
                 << "acc " << value << " at (" << r << ", " << c << ") of " << rows << "x" << cols
-                << (owed ? " with offset terms" : "");
+                << (products    ? " with offset terms"
+                    : separable ? " with separable terms"
+                                : "");
           }
         }
       }
@@ -184,6 +196,15 @@ TEST(OutputWriterTest, EveryCompiledStageMatchesScalarEval) {
                         OutputStageClamp{-30000, 20000}, OutputStageSaturatingCastToInt16{}),
                     23, length);
       }
+      // The known-shape loops leave a saturating cast after a scale to a saturating store.
+      const OutputStageQuantizeDownInt32ByFixedPoint quantize_down{1 << 30, 23, -3};
+      CheckWriter(writer, std::make_tuple(quantize_down, OutputStageSaturatingCastToUint8{}),
+                  length, 3);
+      CheckWriter(writer, std::make_tuple(quantize_down, OutputStageSaturatingCastToInt8{}), 3,
+                  length);
+      CheckWriter(writer,
+                  std::make_tuple(OutputStageShiftByPOT{-15}, OutputStageSaturatingCastToInt16{}),
+                  length, 3);
       CheckWriter(writer, std::make_tuple(OutputStageSaturatingCastToInt8{}), length, 5);
       CheckWriter(writer, std::make_tuple(OutputStageTruncatingCastToUint8{}), 5, length);
       CheckWriter(writer, std::tuple<>(), length, length);
