@@ -35,7 +35,8 @@ namespace {
 bool AlwaysSupported() { return true; }
 #if defined(__x86_64__)
 bool HasSse41() { return cpuinfo_initialize() && cpuinfo_has_x86_sse4_1(); }
-bool HasAvx2() { return cpuinfo_initialize() && cpuinfo_has_x86_avx2(); }
+// Every CPU with AVX2 so far has FMA3 too; the AVX2 writer's rescale uses it.
+bool HasAvx2() { return cpuinfo_initialize() && cpuinfo_has_x86_avx2() && cpuinfo_has_x86_fma3(); }
 #endif
 
 #if defined(__aarch64__)

@@ -38,8 +38,8 @@ struct Neon {
                               vmulq_n_f64(vld1q_f64(along_a + first), line_a)),
                     vmulq_n_f64(vld1q_f64(along_b + first), line_b));
       const float64x2_t quotient = vmulq_n_f64(n, reciprocal);
-      return vmovn_s64(vcvtnq_s64_f64(
-          vminq_f64(vmaxq_f64(quotient, vdupq_n_f64(-2147483648.0)), vdupq_n_f64(2147483647.0))));
+      // Rounded to int64 (exact: |quotient| < 2^52), then narrowed with saturation.
+      return vqmovn_s64(vcvtnq_s64_f64(quotient));
     };
     return vcombine_s32(two(vget_low_s32(sums), 0), two(vget_high_s32(sums), 2));
   }

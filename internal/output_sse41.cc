@@ -43,8 +43,9 @@ struct Sse41 {
                                 _mm_mul_pd(_mm_set1_pd(line_a), _mm_loadu_pd(along_a + first))),
                      _mm_mul_pd(_mm_set1_pd(line_b), _mm_loadu_pd(along_b + first)));
       const __m128d quotient = _mm_mul_pd(n, _mm_set1_pd(reciprocal));
-      return _mm_cvtpd_epi32(
-          _mm_min_pd(_mm_max_pd(quotient, _mm_set1_pd(-2147483648.0)), _mm_set1_pd(2147483647.0)));
+      // cvtpd2dq turns any quotient below INT32_MIN - 0.5 into INT32_MIN, the saturated value:
+      // only the upper bound needs a clamp.
+      return _mm_cvtpd_epi32(_mm_min_pd(quotient, _mm_set1_pd(2147483647.0)));
     };
     return {_mm_unpacklo_epi64(two(sums.v, 0), two(_mm_unpackhi_epi64(sums.v, sums.v), 2))};
   }
