@@ -55,12 +55,12 @@ constexpr KernelFormat kAvx2Int8RhsFormat = Tile::Format(PackedType::kInt8);
 
 void PackLhsAvx2(const MatrixView& source, int start, int count, int depth_start, int depth,
                  void* packed, std::int32_t* sums) {
-  PackInt16PairsSse41(source, kAvx2Format.lhs_rows, start, count, depth_start, depth, packed, sums);
+  PackInt16PairsAvx2(source, kAvx2Format.lhs_rows, start, count, depth_start, depth, packed, sums);
 }
 
 void PackRhsAvx2(const MatrixView& source, int start, int count, int depth_start, int depth,
                  void* packed, std::int32_t* sums) {
-  PackInt16PairsSse41(source, kAvx2Format.rhs_cols, start, count, depth_start, depth, packed, sums);
+  PackInt16PairsAvx2(source, kAvx2Format.rhs_cols, start, count, depth_start, depth, packed, sums);
 }
 
 void PackInt8RhsAvx2(const MatrixView& source, int start, int count, int depth_start, int depth,

@@ -1,6 +1,7 @@
-// The packing routine both x86 kernels use: int16 values in depth pairs (kernel.h's layout with
-// depth_group 2), which is what pmaddwd / vpmaddwd multiply. Written with SSE4.1 only, so the
-// SSE4.1 and AVX2 kernels share one object file and one set of tests.
+// The x86 packing routines: int16 values in depth pairs (kernel.h's layout with depth_group 2),
+// which is what pmaddwd / vpmaddwd multiply, and byte groups for the narrow kernels. The SSE4.1
+// routines (pack_sse41.cc) handle every layout; the AVX2 one (pack_avx2.cc) takes the common
+// case twice as wide and hands the rest to them.
 #ifndef LOWBIT_INTERNAL_PACK_X86_H_
 #define LOWBIT_INTERNAL_PACK_X86_H_
 
@@ -15,6 +16,10 @@ namespace internal {
 // panel_width must be even and at most 16. Only call it on a CPU with SSE4.1.
 void PackInt16PairsSse41(const MatrixView& source, int panel_width, int start, int count,
                          int depth_start, int depth, void* packed, std::int32_t* sums);
+
+// The same layout as PackInt16PairsSse41. Only call it on a CPU with AVX2.
+void PackInt16PairsAvx2(const MatrixView& source, int panel_width, int start, int count,
+                        int depth_start, int depth, void* packed, std::int32_t* sums);
 
 // A PackFunction (kernel.h) for one-byte values of `type` (kUint8 or kInt8), depth_group 4 and
 // panels of `panel_width` rows (any width). Only call it on a CPU with SSE4.1.

@@ -1,0 +1,144 @@
+// AVX2 packing into int16 depth pairs (see pack_x86.h), compiled with -mavx2: the whole panels of
+// a source whose rows run along the depth, 16 depth values at a time, twice what the SSE4.1
+// packer takes per step. Everything else (a last partial panel, the depth tail, a source whose
+// rows are adjacent) goes to the SSE4.1 packer, which writes the same layout.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "internal/pack_x86.h"
+
+namespace lowbit {
+namespace internal {
+namespace {
+
+constexpr int kStep = 16;  // depth values per row and step: 8 pairs, one register
+
+// The 8 pairs of depth d .. d + 15 of a row, widened to int16: pairs 0-3 in the low half,
+// 4-7 in the high half.
+template <bool kSigned>
+__m256i RowPairs(const std::uint8_t* row) {
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row));
+  return kSigned ? _mm256_cvtepi8_epi16(bytes) : _mm256_cvtepu8_epi16(bytes);
+}
+
+template <int kBytes>
+void StoreBytes(std::int16_t* out, __m128i value) {
+  if (kBytes == 16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), value);
+  } else {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out), value);
+  }
+}
+
+// Stores group g of the low half and group g + 4 of the high half of `groups`, each kBytes.
+template <int kBytes>
+void StoreGroupPair(__m256i groups, int g, int group_stride, std::int16_t* out) {
+  StoreBytes<kBytes>(out + g * group_stride, _mm256_castsi256_si128(groups));
+  StoreBytes<kBytes>(out + (g + 4) * group_stride, _mm256_extracti128_si256(groups, 1));
+}
+
+// Four rows: pairs transposed into groups of the four rows' pairs (one int32 lane per row).
+// `row_sums` gathers each row's values in its lane of both halves.
+template <bool kSigned>
+void Pack4RowsStep(const std::uint8_t* const row[4], int d, int group_stride, std::int16_t* out,
+                   __m256i* row_sums) {
+  const __m256i row0 = RowPairs<kSigned>(row[0] + d), row1 = RowPairs<kSigned>(row[1] + d);
+  const __m256i row2 = RowPairs<kSigned>(row[2] + d), row3 = RowPairs<kSigned>(row[3] + d);
+  const __m256i rows01_lo = _mm256_unpacklo_epi32(row0, row1);
+  const __m256i rows23_lo = _mm256_unpacklo_epi32(row2, row3);
+  const __m256i rows01_hi = _mm256_unpackhi_epi32(row0, row1);
+  const __m256i rows23_hi = _mm256_unpackhi_epi32(row2, row3);
+  // groups[g]: group g in the low half, g + 4 in the high half.
+  const __m256i groups[4] = {
+      _mm256_unpacklo_epi64(rows01_lo, rows23_lo), _mm256_unpackhi_epi64(rows01_lo, rows23_lo),
+      _mm256_unpacklo_epi64(rows01_hi, rows23_hi), _mm256_unpackhi_epi64(rows01_hi, rows23_hi)};
+  for (int g = 0; g < 4; ++g) StoreGroupPair<16>(groups[g], g, group_stride, out);
+  // Each int16 lane sums 4 values of at most 255 in magnitude: no overflow.
+  const __m256i sum4 = _mm256_add_epi16(_mm256_add_epi16(groups[0], groups[1]),
+                                        _mm256_add_epi16(groups[2], groups[3]));
+  *row_sums = _mm256_add_epi32(*row_sums, _mm256_madd_epi16(sum4, _mm256_set1_epi16(1)));
+}
+
+// Two rows (the last two of a 6-row panel): a group is 8 bytes; lanes of `row_sums` hold rows
+// 0, 1, 0, 1 in each half.
+template <bool kSigned>
+void Pack2RowsStep(const std::uint8_t* const row[2], int d, int group_stride, std::int16_t* out,
+                   __m256i* row_sums) {
+  const __m256i row0 = RowPairs<kSigned>(row[0] + d), row1 = RowPairs<kSigned>(row[1] + d);
+  // Groups 0, 1 | 4, 5 and groups 2, 3 | 6, 7.
+  const __m256i groups01 = _mm256_unpacklo_epi32(row0, row1);
+  const __m256i groups23 = _mm256_unpackhi_epi32(row0, row1);
+  StoreGroupPair<8>(groups01, 0, group_stride, out);
+  StoreGroupPair<8>(_mm256_srli_si256(groups01, 8), 1, group_stride, out);
+  StoreGroupPair<8>(groups23, 2, group_stride, out);
+  StoreGroupPair<8>(_mm256_srli_si256(groups23, 8), 3, group_stride, out);
+  *row_sums = _mm256_add_epi32(
+      *row_sums, _mm256_madd_epi16(_mm256_add_epi16(groups01, groups23), _mm256_set1_epi16(1)));
+}
+
+// The steps of `depth` (a multiple of kStep) of one whole panel of `width` rows.
+template <bool kSigned>
+void PackPanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, int width, int depth,
+                    std::int16_t* out, std::int32_t* sums) {
+  const int group_stride = width * 2;
+  for (int chunk = 0; chunk < width; chunk += 4) {
+    const bool four_rows = width - chunk >= 4;
+    const std::uint8_t* row[4] = {};
+    for (int r = 0; r < (four_rows ? 4 : 2); ++r) row[r] = rows_base + (chunk + r) * stride;
+    __m256i row_sums = _mm256_setzero_si256();
+    for (int d = 0; d < depth; d += kStep) {
+      std::int16_t* step_out = out + chunk * 2 + (d / 2) * group_stride;
+      if (four_rows) {
+        Pack4RowsStep<kSigned>(row, d, group_stride, step_out, &row_sums);
+      } else {
+        Pack2RowsStep<kSigned>(row, d, group_stride, step_out, &row_sums);
+      }
+    }
+    __m128i lanes =
+        _mm_add_epi32(_mm256_castsi256_si128(row_sums), _mm256_extracti128_si256(row_sums, 1));
+    if (!four_rows) lanes = _mm_add_epi32(lanes, _mm_srli_si128(lanes, 8));
+    alignas(16) std::int32_t row_totals[4];
+    _mm_store_si128(reinterpret_cast<__m128i*>(row_totals), lanes);
+    for (int r = 0; r < (four_rows ? 4 : 2); ++r) sums[chunk + r] += row_totals[r];
+  }
+}
+
+}  // namespace
+
+void PackInt16PairsAvx2(const MatrixView& source, int panel_width, int start, int count,
+                        int depth_start, int depth, void* packed, std::int32_t* sums) {
+  const int whole_panels = source.order == Order::kRowMajor ? count / panel_width : 0;
+  const int stepped_depth = depth / kStep * kStep;
+  const int padded_depth = (depth + 1) / 2 * 2;
+  auto* out = static_cast<std::int16_t*>(packed);
+  const auto* data = static_cast<const std::uint8_t*>(source.data);
+  for (int panel = 0; panel < whole_panels; ++panel) {
+    const int first_row = start + panel * panel_width;
+    std::int16_t* panel_out = out + static_cast<std::ptrdiff_t>(panel) * panel_width * padded_depth;
+    std::int32_t* panel_sums = sums + panel * panel_width;
+    const std::uint8_t* rows_base = data + first_row * source.stride + depth_start;
+    if (source.type == ElementType::kInt8) {
+      PackPanelSteps<true>(rows_base, source.stride, panel_width, stepped_depth, panel_out,
+                           panel_sums);
+    } else {
+      PackPanelSteps<false>(rows_base, source.stride, panel_width, stepped_depth, panel_out,
+                            panel_sums);
+    }
+    if (stepped_depth < depth) {
+      // The tail's groups follow the steps' in the panel, stepped_depth / 2 groups in.
+      PackInt16PairsSse41(source, panel_width, first_row, panel_width, depth_start + stepped_depth,
+                          depth - stepped_depth, panel_out + stepped_depth * panel_width,
+                          panel_sums);
+    }
+  }
+  const int done = whole_panels * panel_width;
+  if (done < count) {
+    PackInt16PairsSse41(
+        source, panel_width, start + done, count - done, depth_start, depth,
+        out + static_cast<std::ptrdiff_t>(whole_panels) * panel_width * padded_depth, sums + done);
+  }
+}
+
+}  // namespace internal
+}  // namespace lowbit
