@@ -240,16 +240,16 @@ struct GemmTask {
                                         scratch.acc, acc_stride, 1};
       if (output_writer != nullptr) {
         // a[r] * col_sums[c] + row_terms[r] * b[c], with task rows r along the result's columns
-        // when transposed: the writer adds them as it loads the block, then the rescale.
-        OffsetTerms terms = transposed
-                                ? OffsetTerms{col_sums, lhs_offsets, rhs_offsets, scratch.row_sums}
-                                : OffsetTerms{lhs_offsets, col_sums, scratch.row_sums, rhs_offsets};
+        // when transposed, or with a and b uniform its two parts: the writer adds them as it
+        // loads the block, then the rescale.
+        OffsetTerms terms;
         if (separable_terms) {
           ScaleTerms(lhs_offsets[0], col_sums, block_cols, scratch.col_parts);
-          terms = transposed ? OffsetTerms{nullptr, nullptr,           nullptr,
-                                           nullptr, scratch.col_parts, scratch.row_parts}
-                             : OffsetTerms{nullptr, nullptr,           nullptr,
-                                           nullptr, scratch.row_parts, scratch.col_parts};
+          terms = transposed ? OffsetTerms::Separable(scratch.col_parts, scratch.row_parts)
+                             : OffsetTerms::Separable(scratch.row_parts, scratch.col_parts);
+        } else {
+          terms = transposed ? OffsetTerms{col_sums, lhs_offsets, rhs_offsets, scratch.row_sums}
+                             : OffsetTerms{lhs_offsets, col_sums, scratch.row_sums, rhs_offsets};
         }
         output_writer(*target.program, block, terms, result_rescale, target.result);
       } else {

@@ -41,6 +41,13 @@ struct OffsetTerms {
   // and one per column, with the four above unused.
   const std::int32_t* row_part = nullptr;
   const std::int32_t* col_part = nullptr;
+
+  static OffsetTerms Separable(const std::int32_t* row_part, const std::int32_t* col_part) {
+    OffsetTerms terms;
+    terms.row_part = row_part;
+    terms.col_part = col_part;
+    return terms;
+  }
 };
 
 // acc[r][c] += a[r] * col_sums[c] + b[c] * row_terms[r] for the rows x cols of a task's block

@@ -65,8 +65,7 @@ void CheckWriter(internal::OutputWriter writer, const Pipeline& pipeline, int ro
     const std::vector<std::int32_t> row_part = terms_for(rows, separable),
                                     col_part = terms_for(cols, separable);
     const internal::OffsetTerms terms =
-        separable  ? internal::OffsetTerms{nullptr, nullptr,         nullptr,
-                                          nullptr, row_part.data(), col_part.data()}
+        separable  ? internal::OffsetTerms::Separable(row_part.data(), col_part.data())
         : products ? internal::OffsetTerms{row_first.data(), col_first.data(), row_second.data(),
                                            col_second.data()}
                    : internal::OffsetTerms{};
