@@ -21,6 +21,7 @@ struct Avx2Isa {
   using Vector = __m256i;
   static constexpr Kernel kKernel = Kernel::kAvx2;
   static constexpr int kInt32Lanes = 8;
+  static constexpr PackByteGroupsFunction kPackByteGroups = &PackByteGroupsAvx2;
   static Vector Zero() { return _mm256_setzero_si256(); }
   static Vector Load(const void* bytes) {
     return _mm256_loadu_si256(static_cast<const __m256i*>(bytes));

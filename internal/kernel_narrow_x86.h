@@ -22,7 +22,7 @@ constexpr int kNarrowRows = 3;
 constexpr int kNarrowGroup = 4;
 
 // Isa provides what kernel_pairs_x86.h asks for, and Load(const void*), MultiplyAddBytes(unsigned,
-// signed) (pmaddubsw), AddInt16 and WidenPairs (pmaddwd by ones).
+// signed) (pmaddubsw), AddInt16, WidenPairs (pmaddwd by ones) and kPackByteGroups, its packer.
 template <typename Isa>
 struct NarrowTile {
   using Vector = typename Isa::Vector;
@@ -99,13 +99,13 @@ struct NarrowKernels {
 
   static void PackLhs(const MatrixView& source, int start, int count, int depth_start, int depth,
                       void* packed, std::int32_t* sums) {
-    PackByteGroupsSse41(source, kFormat.lhs_type, kFormat.lhs_rows, start, count, depth_start,
-                        depth, packed, sums);
+    Isa::kPackByteGroups(source, kFormat.lhs_type, kFormat.lhs_rows, start, count, depth_start,
+                         depth, packed, sums);
   }
   static void PackRhs(const MatrixView& source, int start, int count, int depth_start, int depth,
                       void* packed, std::int32_t* sums) {
-    PackByteGroupsSse41(source, kFormat.rhs_type, kFormat.rhs_cols, start, count, depth_start,
-                        depth, packed, sums);
+    Isa::kPackByteGroups(source, kFormat.rhs_type, kFormat.rhs_cols, start, count, depth_start,
+                         depth, packed, sums);
   }
 
   template <int kSteps>

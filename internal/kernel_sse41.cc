@@ -20,6 +20,7 @@ struct Sse41Isa {
   using Vector = __m128i;
   static constexpr Kernel kKernel = Kernel::kSse41;
   static constexpr int kInt32Lanes = 4;
+  static constexpr PackByteGroupsFunction kPackByteGroups = &PackByteGroupsSse41;
   static Vector Zero() { return _mm_setzero_si128(); }
   static Vector Load(const void* bytes) {
     return _mm_loadu_si128(static_cast<const __m128i*>(bytes));

@@ -1,7 +1,8 @@
-// AVX2 packing into int16 depth pairs (see pack_x86.h), compiled with -mavx2: the whole panels of
-// a source whose rows run along the depth, 16 depth values at a time, twice what the SSE4.1
-// packer takes per step. Everything else (a last partial panel, the depth tail, a source whose
-// rows are adjacent) goes to the SSE4.1 packer, which writes the same layout.
+// AVX2 packing (see pack_x86.h), compiled with -mavx2: int16 depth pairs and, for panels of 3
+// rows or a multiple of 4, byte groups; the whole panels of a source whose rows run along the
+// depth, twice the depth a step that the SSE4.1 packers take. Everything else (a last partial
+// panel, the depth tail, a source whose rows are adjacent) goes to the SSE4.1 packers, which write
+// the same layout.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -104,7 +105,150 @@ void PackPanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, int wi
   }
 }
 
+// Byte groups (the narrow kernels' layout, depth_group 4): four rows x 32 depth values a step,
+// each row's 4-byte groups transposed into groups g and g + 4 of the four rows at once. `delta`
+// turns source bytes into packed values (minus PackedValueShift, modulo 256). Each row's sum
+// gathers in its int32 lane of both halves of `row_sums`.
+template <PackedType kType>
+void PackByteGroups4RowsStep(const std::uint8_t* const row[4], int d, __m256i delta,
+                             int group_stride, std::uint8_t* out, __m256i* row_sums) {
+  __m256i rows[4];
+  for (int r = 0; r < 4; ++r) {
+    rows[r] =
+        _mm256_add_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[r] + d)), delta);
+  }
+  const __m256i rows01_lo = _mm256_unpacklo_epi32(rows[0], rows[1]);
+  const __m256i rows23_lo = _mm256_unpacklo_epi32(rows[2], rows[3]);
+  const __m256i rows01_hi = _mm256_unpackhi_epi32(rows[0], rows[1]);
+  const __m256i rows23_hi = _mm256_unpackhi_epi32(rows[2], rows[3]);
+  const __m256i groups[4] = {
+      _mm256_unpacklo_epi64(rows01_lo, rows23_lo), _mm256_unpackhi_epi64(rows01_lo, rows23_lo),
+      _mm256_unpacklo_epi64(rows01_hi, rows23_hi), _mm256_unpackhi_epi64(rows01_hi, rows23_hi)};
+  __m256i pair_sums = _mm256_setzero_si256();
+  for (int g = 0; g < 4; ++g) {
+    auto* group_out = reinterpret_cast<__m128i*>(out + g * group_stride);
+    _mm_storeu_si128(group_out, _mm256_castsi256_si128(groups[g]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (g + 4) * group_stride),
+                     _mm256_extracti128_si256(groups[g], 1));
+    // Adjacent bytes summed into int16 (at most 2 x 255 in magnitude), four groups' worth.
+    const __m256i ones = _mm256_set1_epi8(1);
+    pair_sums = _mm256_add_epi16(pair_sums, kType == PackedType::kUint8
+                                                ? _mm256_maddubs_epi16(groups[g], ones)
+                                                : _mm256_maddubs_epi16(ones, groups[g]));
+  }
+  *row_sums = _mm256_add_epi32(*row_sums, _mm256_madd_epi16(pair_sums, _mm256_set1_epi16(1)));
+}
+
+// The steps of `depth` (a multiple of 32) of one whole panel of `width` rows, a multiple of 4.
+template <PackedType kType>
+void PackBytePanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, int width, int depth,
+                        __m256i delta, std::uint8_t* out, std::int32_t* sums) {
+  const int group_stride = width * 4;
+  for (int chunk = 0; chunk < width; chunk += 4) {
+    const std::uint8_t* row[4];
+    for (int r = 0; r < 4; ++r) row[r] = rows_base + (chunk + r) * stride;
+    __m256i row_sums = _mm256_setzero_si256();
+    for (int d = 0; d < depth; d += 32) {
+      PackByteGroups4RowsStep<kType>(row, d, delta, group_stride,
+                                     out + chunk * 4 + (d / 4) * group_stride, &row_sums);
+    }
+    const __m128i lanes =
+        _mm_add_epi32(_mm256_castsi256_si128(row_sums), _mm256_extracti128_si256(row_sums, 1));
+    alignas(16) std::int32_t row_totals[4];
+    _mm_store_si128(reinterpret_cast<__m128i*>(row_totals), lanes);
+    for (int r = 0; r < 4; ++r) sums[chunk + r] += row_totals[r];
+  }
+}
+
+// Three rows (the narrow kernels' lhs panel): the groups of a step are 8 x 12 contiguous bytes,
+// row 0's, 1's and 2's group 0, then group 1, ...: 24 dwords, dword i from row i % 3's group
+// i / 3. Each of the three output registers permutes every row into place and blends them.
+template <PackedType kType>
+void PackByteThreeRowPanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, int depth,
+                                __m256i delta, std::uint8_t* out, std::int32_t* sums) {
+  const std::uint8_t* row[3] = {rows_base, rows_base + stride, rows_base + 2 * stride};
+  const __m256i groups_for[3] = {_mm256_setr_epi32(0, 0, 0, 1, 1, 1, 2, 2),
+                                 _mm256_setr_epi32(2, 3, 3, 3, 4, 4, 4, 5),
+                                 _mm256_setr_epi32(5, 5, 6, 6, 6, 7, 7, 7)};
+  const __m256i ones = _mm256_set1_epi8(1);
+  __m256i row_sums[3] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+  for (int d = 0; d < depth; d += 32) {
+    __m256i rows[3];
+    for (int r = 0; r < 3; ++r) {
+      rows[r] =
+          _mm256_add_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[r] + d)), delta);
+      const __m256i pairs = kType == PackedType::kUint8 ? _mm256_maddubs_epi16(rows[r], ones)
+                                                        : _mm256_maddubs_epi16(ones, rows[r]);
+      row_sums[r] = _mm256_add_epi32(row_sums[r], _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+    }
+    __m256i in_order[3];
+    for (int v = 0; v < 3; ++v) {
+      const __m256i from0 = _mm256_permutevar8x32_epi32(rows[0], groups_for[v]);
+      const __m256i from1 = _mm256_permutevar8x32_epi32(rows[1], groups_for[v]);
+      const __m256i from2 = _mm256_permutevar8x32_epi32(rows[2], groups_for[v]);
+      // Dword p of register v comes from row (8v + p) % 3: rows 1 and 2 take these bits.
+      in_order[v] = v == 0 ? _mm256_blend_epi32(_mm256_blend_epi32(from0, from1, 0x92), from2, 0x24)
+                    : v == 1
+                        ? _mm256_blend_epi32(_mm256_blend_epi32(from0, from1, 0x24), from2, 0x49)
+                        : _mm256_blend_epi32(_mm256_blend_epi32(from0, from1, 0x49), from2, 0x92);
+    }
+    for (int v = 0; v < 3; ++v) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + d * 3 + 32 * v), in_order[v]);
+    }
+  }
+  for (int r = 0; r < 3; ++r) {
+    alignas(32) std::int32_t partial[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(partial), row_sums[r]);
+    for (std::int32_t value : partial) sums[r] += value;
+  }
+}
+
 }  // namespace
+
+void PackByteGroupsAvx2(const MatrixView& source, PackedType type, int panel_width, int start,
+                        int count, int depth_start, int depth, void* packed, std::int32_t* sums) {
+  const bool stepped =
+      source.order == Order::kRowMajor && (panel_width % 4 == 0 || panel_width == 3);
+  const int whole_panels = stepped ? count / panel_width : 0;
+  const int stepped_depth = depth / 32 * 32;
+  const int padded_depth = (depth + 3) / 4 * 4;
+  const __m256i delta = _mm256_set1_epi8(static_cast<char>(-PackedValueShift(type, source)));
+  auto* out = static_cast<std::uint8_t*>(packed);
+  const auto* data = static_cast<const std::uint8_t*>(source.data);
+  for (int panel = 0; panel < whole_panels; ++panel) {
+    const int first_row = start + panel * panel_width;
+    std::uint8_t* panel_out = out + static_cast<std::ptrdiff_t>(panel) * panel_width * padded_depth;
+    std::int32_t* panel_sums = sums + panel * panel_width;
+    const std::uint8_t* rows_base = data + first_row * source.stride + depth_start;
+    if (panel_width == 3) {
+      if (type == PackedType::kUint8) {
+        PackByteThreeRowPanelSteps<PackedType::kUint8>(rows_base, source.stride, stepped_depth,
+                                                       delta, panel_out, panel_sums);
+      } else {
+        PackByteThreeRowPanelSteps<PackedType::kInt8>(rows_base, source.stride, stepped_depth,
+                                                      delta, panel_out, panel_sums);
+      }
+    } else if (type == PackedType::kUint8) {
+      PackBytePanelSteps<PackedType::kUint8>(rows_base, source.stride, panel_width, stepped_depth,
+                                             delta, panel_out, panel_sums);
+    } else {
+      PackBytePanelSteps<PackedType::kInt8>(rows_base, source.stride, panel_width, stepped_depth,
+                                            delta, panel_out, panel_sums);
+    }
+    if (stepped_depth < depth) {
+      // The tail's groups follow the steps' in the panel, stepped_depth / 4 groups in.
+      PackByteGroupsSse41(source, type, panel_width, first_row, panel_width,
+                          depth_start + stepped_depth, depth - stepped_depth,
+                          panel_out + stepped_depth * panel_width, panel_sums);
+    }
+  }
+  const int done = whole_panels * panel_width;
+  if (done < count) {
+    PackByteGroupsSse41(
+        source, type, panel_width, start + done, count - done, depth_start, depth,
+        out + static_cast<std::ptrdiff_t>(whole_panels) * panel_width * padded_depth, sums + done);
+  }
+}
 
 void PackInt16PairsAvx2(const MatrixView& source, int panel_width, int start, int count,
                         int depth_start, int depth, void* packed, std::int32_t* sums) {

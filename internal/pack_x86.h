@@ -26,6 +26,15 @@ void PackInt16PairsAvx2(const MatrixView& source, int panel_width, int start, in
 void PackByteGroupsSse41(const MatrixView& source, PackedType type, int panel_width, int start,
                          int count, int depth_start, int depth, void* packed, std::int32_t* sums);
 
+// The same layout as PackByteGroupsSse41. Only call it on a CPU with AVX2.
+void PackByteGroupsAvx2(const MatrixView& source, PackedType type, int panel_width, int start,
+                        int count, int depth_start, int depth, void* packed, std::int32_t* sums);
+
+// The byte-group packers, one signature.
+using PackByteGroupsFunction = void (*)(const MatrixView& source, PackedType type, int panel_width,
+                                        int start, int count, int depth_start, int depth,
+                                        void* packed, std::int32_t* sums);
+
 }  // namespace internal
 }  // namespace lowbit
 
