@@ -203,85 +203,86 @@ void PackByteThreeRowPanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t st
   }
 }
 
+// The walk both packers share. `steps(rows_base, stepped_depth, panel_out, panel_sums)` packs
+// the whole steps of a whole panel of a depth-contiguous source (`stepped`); `rest(first_row,
+// rows, depth_start, depth, out, sums)`, the SSE4.1 packer, packs those panels' depth tails and
+// every other panel. The tail's groups follow the steps' in a panel: stepped_depth / depth_group
+// groups of panel_width rows in.
+template <typename Packed, typename Steps, typename Rest>
+void PackWholePanelsInSteps(const MatrixView& source, bool stepped, int panel_width, int start,
+                            int count, int depth_start, int depth, int step, int depth_group,
+                            Packed* out, std::int32_t* sums, Steps steps, Rest rest) {
+  const int whole_panels = stepped && source.order == Order::kRowMajor ? count / panel_width : 0;
+  const int stepped_depth = depth / step * step;
+  const int padded_depth = (depth + depth_group - 1) / depth_group * depth_group;
+  const auto* data = static_cast<const std::uint8_t*>(source.data);
+  for (int panel = 0; panel < whole_panels; ++panel) {
+    const int first_row = start + panel * panel_width;
+    Packed* panel_out = out + static_cast<std::ptrdiff_t>(panel) * panel_width * padded_depth;
+    std::int32_t* panel_sums = sums + panel * panel_width;
+    steps(data + first_row * source.stride + depth_start, stepped_depth, panel_out, panel_sums);
+    if (stepped_depth < depth) {
+      rest(first_row, panel_width, depth_start + stepped_depth, depth - stepped_depth,
+           panel_out + stepped_depth * panel_width, panel_sums);
+    }
+  }
+  const int done = whole_panels * panel_width;
+  if (done < count) {
+    rest(start + done, count - done, depth_start, depth,
+         out + static_cast<std::ptrdiff_t>(whole_panels) * panel_width * padded_depth, sums + done);
+  }
+}
+
 }  // namespace
 
 void PackByteGroupsAvx2(const MatrixView& source, PackedType type, int panel_width, int start,
                         int count, int depth_start, int depth, void* packed, std::int32_t* sums) {
-  const bool stepped =
-      source.order == Order::kRowMajor && (panel_width % 4 == 0 || panel_width == 3);
-  const int whole_panels = stepped ? count / panel_width : 0;
-  const int stepped_depth = depth / 32 * 32;
-  const int padded_depth = (depth + 3) / 4 * 4;
   const __m256i delta = _mm256_set1_epi8(static_cast<char>(-PackedValueShift(type, source)));
-  auto* out = static_cast<std::uint8_t*>(packed);
-  const auto* data = static_cast<const std::uint8_t*>(source.data);
-  for (int panel = 0; panel < whole_panels; ++panel) {
-    const int first_row = start + panel * panel_width;
-    std::uint8_t* panel_out = out + static_cast<std::ptrdiff_t>(panel) * panel_width * padded_depth;
-    std::int32_t* panel_sums = sums + panel * panel_width;
-    const std::uint8_t* rows_base = data + first_row * source.stride + depth_start;
+  const auto steps = [&](const std::uint8_t* rows_base, int stepped_depth, std::uint8_t* out,
+                         std::int32_t* panel_sums) {
     if (panel_width == 3) {
       if (type == PackedType::kUint8) {
         PackByteThreeRowPanelSteps<PackedType::kUint8>(rows_base, source.stride, stepped_depth,
-                                                       delta, panel_out, panel_sums);
+                                                       delta, out, panel_sums);
       } else {
         PackByteThreeRowPanelSteps<PackedType::kInt8>(rows_base, source.stride, stepped_depth,
-                                                      delta, panel_out, panel_sums);
+                                                      delta, out, panel_sums);
       }
     } else if (type == PackedType::kUint8) {
       PackBytePanelSteps<PackedType::kUint8>(rows_base, source.stride, panel_width, stepped_depth,
-                                             delta, panel_out, panel_sums);
+                                             delta, out, panel_sums);
     } else {
       PackBytePanelSteps<PackedType::kInt8>(rows_base, source.stride, panel_width, stepped_depth,
-                                            delta, panel_out, panel_sums);
+                                            delta, out, panel_sums);
     }
-    if (stepped_depth < depth) {
-      // The tail's groups follow the steps' in the panel, stepped_depth / 4 groups in.
-      PackByteGroupsSse41(source, type, panel_width, first_row, panel_width,
-                          depth_start + stepped_depth, depth - stepped_depth,
-                          panel_out + stepped_depth * panel_width, panel_sums);
-    }
-  }
-  const int done = whole_panels * panel_width;
-  if (done < count) {
-    PackByteGroupsSse41(
-        source, type, panel_width, start + done, count - done, depth_start, depth,
-        out + static_cast<std::ptrdiff_t>(whole_panels) * panel_width * padded_depth, sums + done);
-  }
+  };
+  const auto rest = [&](int first_row, int rows, int rest_depth_start, int rest_depth,
+                        std::uint8_t* out, std::int32_t* rest_sums) {
+    PackByteGroupsSse41(source, type, panel_width, first_row, rows, rest_depth_start, rest_depth,
+                        out, rest_sums);
+  };
+  PackWholePanelsInSteps(source, panel_width % 4 == 0 || panel_width == 3, panel_width, start,
+                         count, depth_start, depth, 32, 4, static_cast<std::uint8_t*>(packed), sums,
+                         steps, rest);
 }
 
 void PackInt16PairsAvx2(const MatrixView& source, int panel_width, int start, int count,
                         int depth_start, int depth, void* packed, std::int32_t* sums) {
-  const int whole_panels = source.order == Order::kRowMajor ? count / panel_width : 0;
-  const int stepped_depth = depth / kStep * kStep;
-  const int padded_depth = (depth + 1) / 2 * 2;
-  auto* out = static_cast<std::int16_t*>(packed);
-  const auto* data = static_cast<const std::uint8_t*>(source.data);
-  for (int panel = 0; panel < whole_panels; ++panel) {
-    const int first_row = start + panel * panel_width;
-    std::int16_t* panel_out = out + static_cast<std::ptrdiff_t>(panel) * panel_width * padded_depth;
-    std::int32_t* panel_sums = sums + panel * panel_width;
-    const std::uint8_t* rows_base = data + first_row * source.stride + depth_start;
+  const auto steps = [&](const std::uint8_t* rows_base, int stepped_depth, std::int16_t* out,
+                         std::int32_t* panel_sums) {
     if (source.type == ElementType::kInt8) {
-      PackPanelSteps<true>(rows_base, source.stride, panel_width, stepped_depth, panel_out,
-                           panel_sums);
+      PackPanelSteps<true>(rows_base, source.stride, panel_width, stepped_depth, out, panel_sums);
     } else {
-      PackPanelSteps<false>(rows_base, source.stride, panel_width, stepped_depth, panel_out,
-                            panel_sums);
+      PackPanelSteps<false>(rows_base, source.stride, panel_width, stepped_depth, out, panel_sums);
     }
-    if (stepped_depth < depth) {
-      // The tail's groups follow the steps' in the panel, stepped_depth / 2 groups in.
-      PackInt16PairsSse41(source, panel_width, first_row, panel_width, depth_start + stepped_depth,
-                          depth - stepped_depth, panel_out + stepped_depth * panel_width,
-                          panel_sums);
-    }
-  }
-  const int done = whole_panels * panel_width;
-  if (done < count) {
-    PackInt16PairsSse41(
-        source, panel_width, start + done, count - done, depth_start, depth,
-        out + static_cast<std::ptrdiff_t>(whole_panels) * panel_width * padded_depth, sums + done);
-  }
+  };
+  const auto rest = [&](int first_row, int rows, int rest_depth_start, int rest_depth,
+                        std::int16_t* out, std::int32_t* rest_sums) {
+    PackInt16PairsSse41(source, panel_width, first_row, rows, rest_depth_start, rest_depth, out,
+                        rest_sums);
+  };
+  PackWholePanelsInSteps(source, true, panel_width, start, count, depth_start, depth, kStep, 2,
+                         static_cast<std::int16_t*>(packed), sums, steps, rest);
 }
 
 }  // namespace internal
