@@ -93,8 +93,8 @@ void CheckNoOverlap(const MatrixView& result, const char* input_name, const Matr
 
 void ValidateMatrix(const char* name, const MatrixView& view) {
   constexpr int kMax = std::numeric_limits<int>::max();
-  if (view.rows < 0) checks::CheckInRange(std::string(name) + ".rows", view.rows, 0, kMax);
-  if (view.cols < 0) checks::CheckInRange(std::string(name) + ".cols", view.cols, 0, kMax);
+  checks::CheckInRange(name, "rows", view.rows, 0, kMax);
+  checks::CheckInRange(name, "cols", view.cols, 0, kMax);
   const bool row_major = view.order == Order::kRowMajor;
   const int line = row_major ? view.cols : view.rows;
   if (view.stride < line) {

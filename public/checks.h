@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "public/error.h"
 #include "public/map.h"
@@ -21,10 +22,13 @@ inline void CheckInRange(const std::string& argument, std::int64_t value, std::i
 }
 
 // The same for the field `field` of `owner` ("pipeline[1]", "result_shift"): the argument's name
-// is only put together when the check fails, so valid calls allocate nothing.
-inline void CheckInRange(const std::string& owner, const char* field, std::int64_t value,
+// is only put together when the check fails, so valid calls allocate nothing, whether `owner`
+// is a string or a literal.
+inline void CheckInRange(std::string_view owner, const char* field, std::int64_t value,
                          std::int64_t min, std::int64_t max) {
-  if (value < min || value > max) CheckInRange(owner + "." + field, value, min, max);
+  if (value < min || value > max) {
+    CheckInRange(std::string(owner) + "." + field, value, min, max);
+  }
 }
 
 inline const char* AxisName(ChannelAxis axis) {
