@@ -492,18 +492,17 @@ class Writer {
       }
     };
     for (int line = first_line; line < end_line; ++line, sums += line_step) {
-      // Straight into locals, not through StartLine's members: reading back a member just
-      // stored in pieces stalls store forwarding. A profile of 16-entry lines put a tenth of
-      // the time on the first such load.
-      const int row = RowOf(line), col = ColOf(line);
-      char* const out = LineOutput(row, col);
-      const LineTerms<Isa> terms = LineTerms<Isa>::For(terms_, line, row_major_);
-      const LineRescale<Isa> rescale =
-          LineRescale<Isa>::For(rescale_, reciprocal_, row, col, row_major_);
+      // A local, not StartLine's member: reading back a member just stored in pieces stalls
+      // store forwarding. A profile of 16-entry lines put a tenth of the time on the first such
+      // load.
+      const Line at = LineAt(line);
+      char* const out = at.out;
+      const LineTerms<Isa>& terms = at.terms;
+      const LineRescale<Isa>& rescale = at.rescale;
       if constexpr (kKnown) {
-        for (int k = 0; k < kKnownCount; ++k) known[k].ForLine(row, col, row_major_);
+        for (int k = 0; k < kKnownCount; ++k) known[k].ForLine(at.row, at.col, row_major_);
       } else {
-        for (int k = 0; k < count; ++k) instructions_[k].ForLine(row, col, row_major_);
+        for (int k = 0; k < count; ++k) instructions_[k].ForLine(at.row, at.col, row_major_);
       }
       const std::int32_t* line_sums = sums;
       int entry = first;
@@ -535,38 +534,46 @@ class Writer {
     }
   }
 
-  // The result row and column of the first entry of block line `line`.
-  int RowOf(int line) const { return block_.row_start + (row_major_ ? line : 0); }
-  int ColOf(int line) const { return block_.col_start + (row_major_ ? 0 : line); }
+  // What block line `line` needs besides its instructions: the result row and column of its
+  // first entry, where that entry goes, and what its sums are owed.
+  struct Line {
+    int row;
+    int col;
+    char* out;
+    LineTerms<Isa> terms;
+    LineRescale<Isa> rescale;
+  };
 
-  char* LineOutput(int row, int col) const {
+  Line LineAt(int line) const {
+    const int row = block_.row_start + (row_major_ ? line : 0);
+    const int col = block_.col_start + (row_major_ ? 0 : line);
     // The view is of the caller's writable result map.
-    return static_cast<char*>(const_cast<void*>(result_.data)) +
-           (row_major_ ? static_cast<std::ptrdiff_t>(row) * result_.stride + col
-                       : row + static_cast<std::ptrdiff_t>(col) * result_.stride) *
-               size_;
+    char* const out = static_cast<char*>(const_cast<void*>(result_.data)) +
+                      (row_major_ ? static_cast<std::ptrdiff_t>(row) * result_.stride + col
+                                  : row + static_cast<std::ptrdiff_t>(col) * result_.stride) *
+                          size_;
+    return {row, col, out, LineTerms<Isa>::For(terms_, line, row_major_),
+            LineRescale<Isa>::For(rescale_, reciprocal_, row, col, row_major_)};
   }
 
-  // Sets up the members for Owed and Finish on line `line`.
+  // Sets up line_ and the instructions for Owed and Finish on line `line`.
   void StartLine(int line) {
-    const int row = RowOf(line), col = ColOf(line);
-    line_terms_ = LineTerms<Isa>::For(terms_, line, row_major_);
-    line_rescale_ = LineRescale<Isa>::For(rescale_, reciprocal_, row, col, row_major_);
-    for (int k = 0; k < count_; ++k) instructions_[k].ForLine(row, col, row_major_);
-    out_ = LineOutput(row, col);
+    line_ = LineAt(line);
+    for (int k = 0; k < count_; ++k) instructions_[k].ForLine(line_.row, line_.col, row_major_);
   }
 
   // Raw sums of `count` entries from `entry` of the current line with what they are owed before
   // the program: the offset terms, then the rescale.
   Raw Owed(Raw sums, int entry, int count) const {
-    return line_rescale_.Apply(line_terms_.AddTo(sums, entry, count), entry, count);
+    return line_.rescale.Apply(line_.terms.AddTo(sums, entry, count), entry, count);
   }
 
   // Runs the program on `count` entries from `entry` of the current line and stores them.
   void Finish(Raw v, int entry, int count) {
     Raw vectors[1] = {v};
     for (int k = 0; k < count_; ++k) instructions_[k].Run(vectors, entry, count);
-    StorePartial<Isa>(vectors[0], size_, count, out_ + static_cast<std::ptrdiff_t>(entry) * size_);
+    StorePartial<Isa>(vectors[0], size_, count,
+                      line_.out + static_cast<std::ptrdiff_t>(entry) * size_);
   }
 
   const AccumulatorBlock& block_;
@@ -579,9 +586,7 @@ class Writer {
   const int count_;
   LineInstruction<Isa> instructions_[OutputProgram::kMaxInstructions];
   LinesLoop write_lines_;
-  LineTerms<Isa> line_terms_;
-  LineRescale<Isa> line_rescale_;
-  char* out_ = nullptr;
+  Line line_{};
 };
 
 template <typename Isa>
