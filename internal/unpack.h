@@ -48,6 +48,21 @@ struct OffsetTerms {
     terms.col_part = col_part;
     return terms;
   }
+
+  // The terms of the part of the block from its row `row` and column `col` on.
+  OffsetTerms From(int row, int col) const {
+    const auto advance = [](const std::int32_t* values, int by) {
+      return values != nullptr ? values + by : nullptr;
+    };
+    OffsetTerms part;
+    part.row_first = advance(row_first, row);
+    part.col_first = advance(col_first, col);
+    part.row_second = advance(row_second, row);
+    part.col_second = advance(col_second, col);
+    part.row_part = advance(row_part, row);
+    part.col_part = advance(col_part, col);
+    return part;
+  }
 };
 
 // acc[r][c] += a[r] * col_sums[c] + b[c] * row_terms[r] for the rows x cols of a task's block
