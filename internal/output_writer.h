@@ -213,15 +213,17 @@ struct LineTerms {
   }
 
   __attribute__((always_inline)) Raw AddTo(Raw v, int entry, int count) const {
-    if (first_along == nullptr) return v;
-    if (second_along == nullptr) {
-      return fixedpoint::Add(fixedpoint::Add(v, first),
-                             LoadPartial<Isa>(first_along + entry, count));
-    }
+    if (second_along == nullptr) return AddSeparableTo(v, entry, count);
     const Raw products =
         fixedpoint::Add(fixedpoint::Mul(first, LoadPartial<Isa>(first_along + entry, count)),
                         fixedpoint::Mul(second, LoadPartial<Isa>(second_along + entry, count)));
     return fixedpoint::Add(v, products);
+  }
+
+  // AddTo for terms known to be separable or none.
+  __attribute__((always_inline)) Raw AddSeparableTo(Raw v, int entry, int count) const {
+    if (first_along == nullptr) return v;
+    return fixedpoint::Add(fixedpoint::Add(v, first), LoadPartial<Isa>(first_along + entry, count));
   }
 };
 
@@ -504,7 +506,7 @@ class Writer {
   template <ElementType kType>
   static LinesLoop LinesLoopFor(const OutputProgram& program) {
     using Op = OutputOpcode;
-    LinesLoop loop = &Writer::WriteLines<kType, false>;
+    LinesLoop loop = &Writer::WriteLines<kType, false, false>;
     // Bias; QuantizeDown (after a bias, before a clamp) and a cast; ShiftByPOT and a cast.
     (void)(Shape<kType, Op::kAdd>::Select(program, &loop) ||
            Shape<kType, Op::kScaleByFixedPoint, Op::kClamp>::Select(program, &loop) ||
@@ -525,20 +527,28 @@ class Writer {
                        int end_line, int first, int end) {
     for (int k = 0; k < count_; ++k) {
       if (instructions_[k].ScaleVariesAlong(row_major_)) {
-        return WriteLines<kType, false>(sums, line_step, first_line, end_line, first, end);
+        return WriteLines<kType, false, false>(sums, line_step, first_line, end_line, first, end);
       }
     }
-    WriteLines<kType, true, kOpcodes...>(sums, line_step, first_line, end_line, first, end);
+    // Separable terms or none, and no rescale (8-bit operands with uniform offsets, the common
+    // case): a loop without the product terms and the rescale, whose code and registers GCC
+    // otherwise keeps in it behind run-time tests.
+    if (rescale_ == nullptr && terms_.row_first == nullptr) {
+      return WriteLines<kType, true, true, kOpcodes...>(sums, line_step, first_line, end_line,
+                                                        first, end);
+    }
+    WriteLines<kType, true, false, kOpcodes...>(sums, line_step, first_line, end_line, first, end);
   }
 
   // A LinesLoop for kType results: the program's instructions are kOpcodes when kKnown, else
-  // dispatched one by one. Each line runs batches of vectors, whose programs run side by side
+  // dispatched one by one; the offset terms are separable or none and no rescale is owed when
+  // kSeparableOnly. Each line runs batches of vectors, whose programs run side by side
   // (one vector's program is a single chain of dependent operations), then the rest one vector
   // at a time. The element size is a constant and each line's parameters and output pointer are
   // locals: a store through a char pointer could alias any member, so GCC would reload each one
   // after it, and it keeps locals in registers and moves what depends only on them out of the
   // batch loop.
-  template <ElementType kType, bool kKnown, OutputOpcode... kOpcodes>
+  template <ElementType kType, bool kKnown, bool kSeparableOnly, OutputOpcode... kOpcodes>
   void WriteLines(const std::int32_t* sums, std::ptrdiff_t line_step, int first_line, int end_line,
                   int first, int end) {
     constexpr int kSize = kSizeOf<kType>;
@@ -575,6 +585,11 @@ class Writer {
       char* const out = at.out;
       const LineTerms<Isa>& terms = at.terms;
       const LineRescale<Isa>& rescale = at.rescale;
+      // The sums with what they are owed before the program.
+      const auto owed = [&](Raw sums, int entry, int lanes) {
+        if constexpr (kSeparableOnly) return terms.AddSeparableTo(sums, entry, lanes);
+        return rescale.Apply(terms.AddTo(sums, entry, lanes), entry, lanes);
+      };
       if constexpr (kKnown) {
         for (int k = 0; k < kKnownCount; ++k) known[k].ForLine(at.row, at.col, row_major_);
       } else {
@@ -587,9 +602,7 @@ class Writer {
         Raw vectors[kBatch];
         for (int j = 0; j < kBatch; ++j) {
           const int first_entry = entry + j * Isa::kLanes;
-          vectors[j] = rescale.Apply(
-              terms.AddTo(Isa::Load(line_sums + j * Isa::kLanes), first_entry, Isa::kLanes),
-              first_entry, Isa::kLanes);
+          vectors[j] = owed(Isa::Load(line_sums + j * Isa::kLanes), first_entry, Isa::kLanes);
         }
         run(vectors, entry, Isa::kLanes, true);
         if constexpr (kSaturatingStore) {
@@ -602,8 +615,7 @@ class Writer {
       }
       for (; entry < end; entry += Isa::kLanes, line_sums += Isa::kLanes) {
         const int lanes = end - entry < Isa::kLanes ? end - entry : Isa::kLanes;
-        Raw vectors[1] = {rescale.Apply(
-            terms.AddTo(LoadPartial<Isa>(line_sums, lanes), entry, lanes), entry, lanes)};
+        Raw vectors[1] = {owed(LoadPartial<Isa>(line_sums, lanes), entry, lanes)};
         run(vectors, entry, lanes, false);
         StorePartial<Isa>(vectors[0], kSize, lanes, out + entry * kSize);
       }
