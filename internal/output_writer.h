@@ -444,16 +444,18 @@ class Writer {
     }
   }
 
-  // Entries [first, end) of line `line`, gathered entry_step apart.
+  // Entries [first, end) of line `line`, gathered entry_step apart into a buffer a chunk at a
+  // time, which the lines loop then writes like a contiguous line.
   void WriteGathered(int line, int first, int end, std::ptrdiff_t line_step,
                      std::ptrdiff_t entry_step) {
-    StartLine(line);
     const std::int32_t* acc = block_.data + line * line_step;
-    std::int32_t gathered[Isa::kLanes];
-    for (int entry = first; entry < end; entry += Isa::kLanes) {
-      const int count = end - entry < Isa::kLanes ? end - entry : Isa::kLanes;
-      for (int lane = 0; lane < count; ++lane) gathered[lane] = acc[(entry + lane) * entry_step];
-      Finish(Owed(LoadPartial<Isa>(gathered, count), entry, count), entry, count);
+    std::int32_t gathered[kTransposedChunk];
+    for (int chunk = first; chunk < end; chunk += kTransposedChunk) {
+      const int chunk_end = end - chunk < kTransposedChunk ? end : chunk + kTransposedChunk;
+      for (int entry = chunk; entry < chunk_end; ++entry) {
+        gathered[entry - chunk] = acc[entry * entry_step];
+      }
+      (this->*write_lines_)(gathered, 0, line, line + 1, chunk, chunk_end);
     }
   }
 
@@ -578,9 +580,8 @@ class Writer {
       }
     };
     for (int line = first_line; line < end_line; ++line, sums += line_step) {
-      // A local, not StartLine's member: reading back a member just stored in pieces stalls
-      // store forwarding. A profile of 16-entry lines put a tenth of the time on the first such
-      // load.
+      // A local, not a member: reading back a member just stored in pieces stalls store
+      // forwarding. A profile of 16-entry lines put a tenth of the time on the first such load.
       const Line at = LineAt(line);
       char* const out = at.out;
       const LineTerms<Isa>& terms = at.terms;
@@ -640,26 +641,6 @@ class Writer {
             LineRescale<Isa>::For(rescale_, reciprocal_, row, col, row_major_)};
   }
 
-  // Sets up line_ and the instructions for Owed and Finish on line `line`.
-  void StartLine(int line) {
-    line_ = LineAt(line);
-    for (int k = 0; k < count_; ++k) instructions_[k].ForLine(line_.row, line_.col, row_major_);
-  }
-
-  // Raw sums of `count` entries from `entry` of the current line with what they are owed before
-  // the program: the offset terms, then the rescale.
-  Raw Owed(Raw sums, int entry, int count) const {
-    return line_.rescale.Apply(line_.terms.AddTo(sums, entry, count), entry, count);
-  }
-
-  // Runs the program on `count` entries from `entry` of the current line and stores them.
-  void Finish(Raw v, int entry, int count) {
-    Raw vectors[1] = {v};
-    for (int k = 0; k < count_; ++k) instructions_[k].Run(vectors, entry, count);
-    StorePartial<Isa>(vectors[0], size_, count,
-                      line_.out + static_cast<std::ptrdiff_t>(entry) * size_);
-  }
-
   const OutputProgram& program_;
   const AccumulatorBlock& block_;
   const OffsetTerms& terms_;
@@ -672,7 +653,6 @@ class Writer {
   const int count_;
   LineInstruction<Isa> instructions_[OutputProgram::kMaxInstructions];
   LinesLoop write_lines_;
-  Line line_{};
 };
 
 template <typename Isa>
