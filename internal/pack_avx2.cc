@@ -24,7 +24,7 @@ __m256i RowPairs(const std::uint8_t* row) {
 }
 
 template <int kBytes>
-void StoreBytes(std::int16_t* out, __m128i value) {
+void StoreBytes(void* out, __m128i value) {
   if (kBytes == 16) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out), value);
   } else {
@@ -32,11 +32,36 @@ void StoreBytes(std::int16_t* out, __m128i value) {
   }
 }
 
-// Stores group g of the low half and group g + 4 of the high half of `groups`, each kBytes.
-template <int kBytes>
-void StoreGroupPair(__m256i groups, int g, int group_stride, std::int16_t* out) {
+// Stores group g of the low half and group g + 4 of the high half of `groups`, each kBytes;
+// `group_stride` counts Packed elements.
+template <int kBytes, typename Packed>
+void StoreGroupPair(__m256i groups, int g, int group_stride, Packed* out) {
   StoreBytes<kBytes>(out + g * group_stride, _mm256_castsi256_si128(groups));
   StoreBytes<kBytes>(out + (g + 4) * group_stride, _mm256_extracti128_si256(groups, 1));
+}
+
+// Four rows' dwords transposed per 128-bit half: groups[g] holds dword g of rows 0-3 in its low
+// half and dword g + 4 of rows 0-3 in its high half.
+void TransposeFourRows(const __m256i (&rows)[4], __m256i (&groups)[4]) {
+  const __m256i rows01_lo = _mm256_unpacklo_epi32(rows[0], rows[1]);
+  const __m256i rows23_lo = _mm256_unpacklo_epi32(rows[2], rows[3]);
+  const __m256i rows01_hi = _mm256_unpackhi_epi32(rows[0], rows[1]);
+  const __m256i rows23_hi = _mm256_unpackhi_epi32(rows[2], rows[3]);
+  groups[0] = _mm256_unpacklo_epi64(rows01_lo, rows23_lo);
+  groups[1] = _mm256_unpackhi_epi64(rows01_lo, rows23_lo);
+  groups[2] = _mm256_unpacklo_epi64(rows01_hi, rows23_hi);
+  groups[3] = _mm256_unpackhi_epi64(rows01_hi, rows23_hi);
+}
+
+// Adds the per-row totals in `row_sums` to sums[0 .. rows): 4 rows in lanes 0-3 of both halves,
+// or 2 rows in lanes 0-1 and again in lanes 2-3.
+void AddRowTotals(__m256i row_sums, int rows, std::int32_t* sums) {
+  __m128i lanes =
+      _mm_add_epi32(_mm256_castsi256_si128(row_sums), _mm256_extracti128_si256(row_sums, 1));
+  if (rows == 2) lanes = _mm_add_epi32(lanes, _mm_srli_si128(lanes, 8));
+  alignas(16) std::int32_t row_totals[4];
+  _mm_store_si128(reinterpret_cast<__m128i*>(row_totals), lanes);
+  for (int r = 0; r < rows; ++r) sums[r] += row_totals[r];
 }
 
 // Four rows: pairs transposed into groups of the four rows' pairs (one int32 lane per row).
@@ -44,16 +69,10 @@ void StoreGroupPair(__m256i groups, int g, int group_stride, std::int16_t* out) 
 template <bool kSigned>
 void Pack4RowsStep(const std::uint8_t* const row[4], int d, int group_stride, std::int16_t* out,
                    __m256i* row_sums) {
-  const __m256i row0 = RowPairs<kSigned>(row[0] + d), row1 = RowPairs<kSigned>(row[1] + d);
-  const __m256i row2 = RowPairs<kSigned>(row[2] + d), row3 = RowPairs<kSigned>(row[3] + d);
-  const __m256i rows01_lo = _mm256_unpacklo_epi32(row0, row1);
-  const __m256i rows23_lo = _mm256_unpacklo_epi32(row2, row3);
-  const __m256i rows01_hi = _mm256_unpackhi_epi32(row0, row1);
-  const __m256i rows23_hi = _mm256_unpackhi_epi32(row2, row3);
-  // groups[g]: group g in the low half, g + 4 in the high half.
-  const __m256i groups[4] = {
-      _mm256_unpacklo_epi64(rows01_lo, rows23_lo), _mm256_unpackhi_epi64(rows01_lo, rows23_lo),
-      _mm256_unpacklo_epi64(rows01_hi, rows23_hi), _mm256_unpackhi_epi64(rows01_hi, rows23_hi)};
+  const __m256i rows[4] = {RowPairs<kSigned>(row[0] + d), RowPairs<kSigned>(row[1] + d),
+                           RowPairs<kSigned>(row[2] + d), RowPairs<kSigned>(row[3] + d)};
+  __m256i groups[4];
+  TransposeFourRows(rows, groups);
   for (int g = 0; g < 4; ++g) StoreGroupPair<16>(groups[g], g, group_stride, out);
   // Each int16 lane sums 4 values of at most 255 in magnitude: no overflow.
   const __m256i sum4 = _mm256_add_epi16(_mm256_add_epi16(groups[0], groups[1]),
@@ -96,12 +115,7 @@ void PackPanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, int wi
         Pack2RowsStep<kSigned>(row, d, group_stride, step_out, &row_sums);
       }
     }
-    __m128i lanes =
-        _mm_add_epi32(_mm256_castsi256_si128(row_sums), _mm256_extracti128_si256(row_sums, 1));
-    if (!four_rows) lanes = _mm_add_epi32(lanes, _mm_srli_si128(lanes, 8));
-    alignas(16) std::int32_t row_totals[4];
-    _mm_store_si128(reinterpret_cast<__m128i*>(row_totals), lanes);
-    for (int r = 0; r < (four_rows ? 4 : 2); ++r) sums[chunk + r] += row_totals[r];
+    AddRowTotals(row_sums, four_rows ? 4 : 2, sums + chunk);
   }
 }
 
@@ -117,19 +131,11 @@ void PackByteGroups4RowsStep(const std::uint8_t* const row[4], int d, __m256i de
     rows[r] =
         _mm256_add_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[r] + d)), delta);
   }
-  const __m256i rows01_lo = _mm256_unpacklo_epi32(rows[0], rows[1]);
-  const __m256i rows23_lo = _mm256_unpacklo_epi32(rows[2], rows[3]);
-  const __m256i rows01_hi = _mm256_unpackhi_epi32(rows[0], rows[1]);
-  const __m256i rows23_hi = _mm256_unpackhi_epi32(rows[2], rows[3]);
-  const __m256i groups[4] = {
-      _mm256_unpacklo_epi64(rows01_lo, rows23_lo), _mm256_unpackhi_epi64(rows01_lo, rows23_lo),
-      _mm256_unpacklo_epi64(rows01_hi, rows23_hi), _mm256_unpackhi_epi64(rows01_hi, rows23_hi)};
+  __m256i groups[4];
+  TransposeFourRows(rows, groups);
   __m256i pair_sums = _mm256_setzero_si256();
   for (int g = 0; g < 4; ++g) {
-    auto* group_out = reinterpret_cast<__m128i*>(out + g * group_stride);
-    _mm_storeu_si128(group_out, _mm256_castsi256_si128(groups[g]));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (g + 4) * group_stride),
-                     _mm256_extracti128_si256(groups[g], 1));
+    StoreGroupPair<16>(groups[g], g, group_stride, out);
     // Adjacent bytes summed into int16 (at most 2 x 255 in magnitude), four groups' worth.
     const __m256i ones = _mm256_set1_epi8(1);
     pair_sums = _mm256_add_epi16(pair_sums, kType == PackedType::kUint8
@@ -152,11 +158,7 @@ void PackBytePanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, in
       PackByteGroups4RowsStep<kType>(row, d, delta, group_stride,
                                      out + chunk * 4 + (d / 4) * group_stride, &row_sums);
     }
-    const __m128i lanes =
-        _mm_add_epi32(_mm256_castsi256_si128(row_sums), _mm256_extracti128_si256(row_sums, 1));
-    alignas(16) std::int32_t row_totals[4];
-    _mm_store_si128(reinterpret_cast<__m128i*>(row_totals), lanes);
-    for (int r = 0; r < 4; ++r) sums[chunk + r] += row_totals[r];
+    AddRowTotals(row_sums, 4, sums + chunk);
   }
 }
 
