@@ -57,22 +57,25 @@ struct KernelEntry {
   bool (*cpu_supports)();
   const internal::KernelImplementation& (*implementation)();
   const internal::KernelImplementation& (*prepacked_rhs_implementation)();
+  // The same for weights prepacked for matrix-vector products, where the kernel has a faster
+  // layout for them. Or null.
+  const internal::KernelImplementation& (*matrix_vector_implementation)();
   // For operands of fewer bits: returns null where the bit depths gain nothing. Or null.
   const internal::KernelImplementation* (*narrow_implementation)(int lhs_bits, int rhs_bits);
   internal::OutputWriter output_writer;
 };
 const KernelEntry kKernels[] = {
     {Kernel::kReference, &AlwaysSupported, &internal::ReferenceKernel, &internal::ReferenceKernel,
-     nullptr, nullptr},
+     nullptr, nullptr, nullptr},
 #if defined(__x86_64__)
-    {Kernel::kSse41, &HasSse41, &internal::Sse41Kernel, &internal::Sse41Kernel,
+    {Kernel::kSse41, &HasSse41, &internal::Sse41Kernel, &internal::Sse41Kernel, nullptr,
      &internal::Sse41NarrowKernel, &internal::WriteOutputSse41},
     {Kernel::kAvx2, &HasAvx2, &internal::Avx2Kernel, &internal::Avx2Int8RhsKernel,
-     &internal::Avx2NarrowKernel, &internal::WriteOutputAvx2},
+     &internal::Avx2NibbleKernel, &internal::Avx2NarrowKernel, &internal::WriteOutputAvx2},
 #endif
 #if defined(__aarch64__)
-    {Kernel::kNeon, &HasNeon, &BestNeonKernel, &BestNeonKernel, &internal::NeonNarrowKernel,
-     &internal::WriteOutputNeon},
+    {Kernel::kNeon, &HasNeon, &BestNeonKernel, &BestNeonKernel, nullptr,
+     &internal::NeonNarrowKernel, &internal::WriteOutputNeon},
 #endif
 };
 
@@ -168,10 +171,14 @@ const KernelImplementation& GetKernelImplementation(Kernel kernel, int lhs_bits,
 }
 
 const KernelImplementation& GetPrepackedRhsKernelImplementation(Kernel kernel, int lhs_bits,
-                                                                int rhs_bits) {
+                                                                int rhs_bits, bool matrix_vector) {
   const KernelEntry& entry = ResolvedEntry(kernel);
   const KernelImplementation* narrow = NarrowImplementation(entry, lhs_bits, rhs_bits);
-  return narrow != nullptr ? *narrow : entry.prepacked_rhs_implementation();
+  if (narrow != nullptr) return *narrow;
+  if (matrix_vector && entry.matrix_vector_implementation != nullptr) {
+    return entry.matrix_vector_implementation();
+  }
+  return entry.prepacked_rhs_implementation();
 }
 
 }  // namespace internal

@@ -15,16 +15,21 @@ namespace internal {
 // How a packed operand stores each value of a `bits`-bit source (MatrixView::bits). kInt16
 // stores it as is. kInt8 centres uint8 sources (value - 2^(bits-1)) so that kernels multiply
 // signed bytes; kUint8 centres int8 sources the other way (value + 2^(bits-1)), for the
-// unsigned operand of vpmaddubsw. The driver adds the shift back through the offsets.
-enum class PackedType { kInt16, kInt8, kUint8 };
+// unsigned operand of vpmaddubsw. kNibbles is kUint8 split into two bytes, the value's low 4
+// bits and its high 4 bits (kernel_nibbles_x86.h has the layout), so that vpmaddubsw can multiply
+// an 8-bit value by int8 without saturating. The driver adds the shift back through the offsets.
+enum class PackedType { kInt16, kInt8, kUint8, kNibbles };
 
-inline int PackedSize(PackedType type) { return type == PackedType::kInt16 ? 2 : 1; }
+inline int PackedSize(PackedType type) {
+  return type == PackedType::kInt16 || type == PackedType::kNibbles ? 2 : 1;
+}
 
 // What packing subtracts from each value of `source`.
 inline int PackedValueShift(PackedType packed, const MatrixView& source) {
   const int half_range = 1 << (source.bits - 1);
+  const bool unsigned_bytes = packed == PackedType::kUint8 || packed == PackedType::kNibbles;
   if (packed == PackedType::kInt8 && source.type == ElementType::kUint8) return half_range;
-  if (packed == PackedType::kUint8 && source.type == ElementType::kInt8) return -half_range;
+  if (unsigned_bytes && source.type == ElementType::kInt8) return -half_range;
   return 0;
 }
 
@@ -81,8 +86,11 @@ const KernelImplementation& Sse41Kernel();
 const KernelImplementation* Sse41NarrowKernel(int lhs_bits, int rhs_bits);
 const KernelImplementation* Avx2NarrowKernel(int lhs_bits, int rhs_bits);
 const KernelImplementation& Avx2Kernel();
-// AVX2 with the rhs packed as int8: the one PrepackedRhs uses.
+// AVX2 with the rhs packed as int8: the one PrepackedRhs uses for 8-bit operands.
 const KernelImplementation& Avx2Int8RhsKernel();
+// AVX2 with the rhs packed as int8 byte groups and the lhs as nibbles (kernel_nibbles_x86.h): the
+// one PrepackedRhs uses for 8-bit operands prepacked for matrix-vector products.
+const KernelImplementation& Avx2NibbleKernel();
 #endif
 #if defined(__aarch64__)
 const KernelImplementation& NeonKernel();
@@ -98,10 +106,12 @@ const KernelImplementation* NeonNarrowKernel(int lhs_bits, int rhs_bits);
 const KernelImplementation& GetKernelImplementation(Kernel kernel, int lhs_bits = 8,
                                                     int rhs_bits = 8);
 // The implementation that packs prepacked weights (PrepackedRhs) for `kernel` and multiplies
-// with them: the narrow one for bit depths that have one, else the same as for an ordinary rhs
-// or one whose rhs layout suits an operand read from memory on every call.
+// with them: the narrow one for bit depths that have one, else, for `matrix_vector`
+// (PrepackFor::kMatrixVector), the kernel's matrix-vector one where it has one, else the same as
+// for an ordinary rhs or one whose rhs layout suits an operand read from memory on every call.
 const KernelImplementation& GetPrepackedRhsKernelImplementation(Kernel kernel, int lhs_bits = 8,
-                                                                int rhs_bits = 8);
+                                                                int rhs_bits = 8,
+                                                                bool matrix_vector = false);
 
 // Whether an rhs packed for one format can be multiplied by a kernel of the other.
 inline bool SameRhsLayout(const KernelFormat& a, const KernelFormat& b) {

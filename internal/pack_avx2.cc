@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "internal/pack_x86.h"
 
@@ -14,6 +15,7 @@ namespace internal {
 namespace {
 
 constexpr int kStep = 16;  // depth values per row and step: 8 pairs, one register
+constexpr int kNibbleGroupDepth = 4;
 
 // The 8 pairs of depth d .. d + 15 of a row, widened to int16: pairs 0-3 in the low half,
 // 4-7 in the high half.
@@ -235,6 +237,83 @@ void PackWholePanelsInSteps(const MatrixView& source, bool stepped, int panel_wi
   }
 }
 
+// The whole 32-value steps of `depth` of a 2-row panel from a row-major source (row1 null for a
+// last panel of one row): each row's 8 byte groups a step, split into their low and high 4 bits,
+// interleaved into the panel's groups. `delta` makes the values uint8 (PackedValueShift).
+void PackTwoRowNibbleSteps(const std::uint8_t* row0, const std::uint8_t* row1, int depth,
+                           __m256i delta, std::uint8_t* out, std::int32_t* sums) {
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i low_bits = _mm256_set1_epi8(0x0f);
+  const std::uint8_t* const rows[2] = {row0, row1};
+  __m256i totals[2] = {zero, zero};
+  for (int d = 0; d < depth; d += 32) {
+    __m256i groups0145[2], groups2367[2];
+    for (int r = 0; r < 2; ++r) {
+      const __m256i values =
+          rows[r] == nullptr
+              ? zero
+              : _mm256_add_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r] + d)),
+                                delta);
+      totals[r] = _mm256_add_epi64(totals[r], _mm256_sad_epu8(values, zero));
+      const __m256i low = _mm256_and_si256(values, low_bits);
+      const __m256i high = _mm256_and_si256(_mm256_srli_epi16(values, 4), low_bits);
+      // Groups 0, 1 | 4, 5 and 2, 3 | 6, 7, each as its low then its high halves.
+      groups0145[r] = _mm256_unpacklo_epi32(low, high);
+      groups2367[r] = _mm256_unpackhi_epi32(low, high);
+    }
+    // Group g of both rows in the half of g04 (g = 0 or 4), g15, g26 or g37.
+    const __m256i g04 = _mm256_unpacklo_epi64(groups0145[0], groups0145[1]);
+    const __m256i g15 = _mm256_unpackhi_epi64(groups0145[0], groups0145[1]);
+    const __m256i g26 = _mm256_unpacklo_epi64(groups2367[0], groups2367[1]);
+    const __m256i g37 = _mm256_unpackhi_epi64(groups2367[0], groups2367[1]);
+    auto* step_out = reinterpret_cast<__m256i*>(out + 4 * d);
+    _mm256_storeu_si256(step_out, _mm256_permute2x128_si256(g04, g15, 0x20));
+    _mm256_storeu_si256(step_out + 1, _mm256_permute2x128_si256(g26, g37, 0x20));
+    _mm256_storeu_si256(step_out + 2, _mm256_permute2x128_si256(g04, g15, 0x31));
+    _mm256_storeu_si256(step_out + 3, _mm256_permute2x128_si256(g26, g37, 0x31));
+  }
+  for (int r = 0; r < 2 && rows[r] != nullptr; ++r) {
+    alignas(32) std::int64_t partial[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(partial), totals[r]);
+    sums[r] += static_cast<std::int32_t>(partial[0] + partial[1] + partial[2] + partial[3]);
+  }
+}
+
+// PackNibbleGroupsAvx2 for any source and panel width: the uint8 byte groups of the block go to
+// its second half, and are split from there into the first.
+void SplitByteGroupsIntoNibbles(const MatrixView& source, int panel_width, int start, int count,
+                                int depth_start, int depth, std::uint8_t* out, std::int32_t* sums) {
+  // 32 bytes read make 64 written, which end where the bytes not yet read begin. The sums of the
+  // byte groups are those of the values.
+  const std::size_t bytes =
+      static_cast<std::size_t>(RoundUp(count, panel_width)) * RoundUp(depth, kNibbleGroupDepth);
+  const std::uint8_t* groups = out + bytes;
+  PackByteGroupsAvx2(source, PackedType::kUint8, panel_width, start, count, depth_start, depth,
+                     out + bytes, sums);
+  const __m256i low_bits = _mm256_set1_epi8(0x0f);
+  std::size_t i = 0;
+  for (; i + 32 <= bytes; i += 32) {
+    const __m256i values = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(groups + i));
+    const __m256i low = _mm256_and_si256(values, low_bits);
+    const __m256i high = _mm256_and_si256(_mm256_srli_epi16(values, 4), low_bits);
+    // Groups 0, 1 | 4, 5 and 2, 3 | 6, 7, each as its low then its high halves.
+    const __m256i groups0145 = _mm256_unpacklo_epi32(low, high);
+    const __m256i groups2367 = _mm256_unpackhi_epi32(low, high);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * i),
+                        _mm256_permute2x128_si256(groups0145, groups2367, 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * i + 32),
+                        _mm256_permute2x128_si256(groups0145, groups2367, 0x31));
+  }
+  for (; i < bytes; i += kNibbleGroupDepth) {
+    std::uint8_t group[kNibbleGroupDepth];
+    std::memcpy(group, groups + i, sizeof(group));
+    for (int j = 0; j < kNibbleGroupDepth; ++j) {
+      out[2 * i + j] = group[j] & 0x0f;
+      out[2 * i + kNibbleGroupDepth + j] = group[j] >> 4;
+    }
+  }
+}
+
 }  // namespace
 
 void PackByteGroupsAvx2(const MatrixView& source, PackedType type, int panel_width, int start,
@@ -266,6 +345,33 @@ void PackByteGroupsAvx2(const MatrixView& source, PackedType type, int panel_wid
   PackWholePanelsInSteps(source, panel_width % 4 == 0 || panel_width == 3, panel_width, start,
                          count, depth_start, depth, 32, 4, static_cast<std::uint8_t*>(packed), sums,
                          steps, rest);
+}
+
+void PackNibbleGroupsAvx2(const MatrixView& source, int panel_width, int start, int count,
+                          int depth_start, int depth, void* packed, std::int32_t* sums) {
+  auto* out = static_cast<std::uint8_t*>(packed);
+  if (panel_width != 2 || source.order != Order::kRowMajor) {
+    SplitByteGroupsIntoNibbles(source, panel_width, start, count, depth_start, depth, out, sums);
+    return;
+  }
+  const __m256i delta =
+      _mm256_set1_epi8(static_cast<char>(-PackedValueShift(PackedType::kNibbles, source)));
+  const int padded_depth = RoundUp(depth, kNibbleGroupDepth);
+  const int stepped_depth = depth / 32 * 32;
+  const auto* data = static_cast<const std::uint8_t*>(source.data);
+  for (int first = 0; first < count; first += 2) {
+    const int rows = count - first < 2 ? count - first : 2;
+    const std::uint8_t* row0 =
+        data + static_cast<std::ptrdiff_t>(start + first) * source.stride + depth_start;
+    std::uint8_t* panel_out = out + static_cast<std::ptrdiff_t>(first) * padded_depth * 2;
+    PackTwoRowNibbleSteps(row0, rows == 2 ? row0 + source.stride : nullptr, stepped_depth, delta,
+                          panel_out, sums + first);
+    if (stepped_depth < depth) {
+      SplitByteGroupsIntoNibbles(source, 2, start + first, rows, depth_start + stepped_depth,
+                                 depth - stepped_depth, panel_out + 4 * stepped_depth,
+                                 sums + first);
+    }
+  }
 }
 
 void PackInt16PairsAvx2(const MatrixView& source, int panel_width, int start, int count,

@@ -1,5 +1,6 @@
 // The x86 packing routines: int16 values in depth pairs (kernel.h's layout with depth_group 2),
-// which is what pmaddwd / vpmaddwd multiply, and byte groups for the narrow kernels. The SSE4.1
+// which is what pmaddwd / vpmaddwd multiply, and byte groups, whole or split into nibbles, for
+// the pmaddubsw kernels. The SSE4.1
 // routines (pack_sse41.cc) handle every layout; the AVX2 one (pack_avx2.cc) takes the common
 // case twice as wide and hands the rest to them.
 #ifndef LOWBIT_INTERNAL_PACK_X86_H_
@@ -29,6 +30,11 @@ void PackByteGroupsSse41(const MatrixView& source, PackedType type, int panel_wi
 // The same layout as PackByteGroupsSse41. Only call it on a CPU with AVX2.
 void PackByteGroupsAvx2(const MatrixView& source, PackedType type, int panel_width, int start,
                         int count, int depth_start, int depth, void* packed, std::int32_t* sums);
+
+// A PackFunction (kernel.h) for PackedType::kNibbles (kernel_nibbles_x86.h's layout), depth_group
+// 4 and panels of `panel_width` rows. Only call it on a CPU with AVX2.
+void PackNibbleGroupsAvx2(const MatrixView& source, int panel_width, int start, int count,
+                          int depth_start, int depth, void* packed, std::int32_t* sums);
 
 // The byte-group packers, one signature.
 using PackByteGroupsFunction = void (*)(const MatrixView& source, PackedType type, int panel_width,

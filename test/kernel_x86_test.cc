@@ -1,6 +1,7 @@
-// The x86 packing routine and micro-kernels (SSE4.1, AVX2), tested directly: packed layout and
-// row sums against the portable packer, tile sums against a 64-bit dot product at extreme
-// values, at depths that are not a multiple of the depth group and where int32 sums wrap.
+// The x86 packing routines and micro-kernels (SSE4.1, AVX2; for ordinary and prepacked rhs
+// operands), tested directly: packed layout and row sums against the portable packer, tile sums
+// against a 64-bit dot product at extreme values, at depths that are not a multiple of the depth
+// group, around the nibble kernel's int16 run and where int32 sums wrap.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -61,9 +62,55 @@ struct SourceMatrix {
   }
 };
 
-std::size_t PackedCount(int count, int width, int depth, const KernelFormat& format) {
+// Every implementation of the kernel: for an ordinary rhs, and for prepacked ones (for batches
+// and for matrix-vector products), each once.
+std::vector<const KernelImplementation*> Implementations(Kernel kernel) {
+  std::vector<const KernelImplementation*> implementations;
+  for (const KernelImplementation* implementation :
+       {&internal::GetKernelImplementation(kernel),
+        &internal::GetPrepackedRhsKernelImplementation(kernel),
+        &internal::GetPrepackedRhsKernelImplementation(kernel, 8, 8, true)}) {
+    bool seen = false;
+    for (const KernelImplementation* other : implementations) seen |= other == implementation;
+    if (!seen) implementations.push_back(implementation);
+  }
+  return implementations;
+}
+
+std::size_t PackedBytes(int count, int width, int depth, const KernelFormat& format,
+                        internal::PackedType type) {
   return static_cast<std::size_t>((count + width - 1) / width) * width *
-         internal::RoundUp(depth, format.depth_group);
+         internal::RoundUp(depth, format.depth_group) * internal::PackedSize(type);
+}
+
+// The portable packer's output for `type`; nibbles are its uint8 byte groups, each group split
+// into its values' low 4 bits and then their high 4 bits.
+void PackPortably(const MatrixView& source, const KernelFormat& format, internal::PackedType type,
+                  int width, int start, int count, int depth_start, int depth, std::uint8_t* packed,
+                  std::int32_t* sums) {
+  switch (type) {
+    case internal::PackedType::kInt16:
+      internal::PackWithFormat<std::int16_t>(source, format, width, start, count, depth_start,
+                                             depth, packed, sums);
+      return;
+    case internal::PackedType::kInt8:
+    case internal::PackedType::kUint8:
+      internal::PackBytesPortable(source, type, format, width, start, count, depth_start, depth,
+                                  packed, sums);
+      return;
+    case internal::PackedType::kNibbles: {
+      const std::size_t bytes = PackedBytes(count, width, depth, format, type) / 2;
+      std::vector<std::uint8_t> groups(bytes);
+      internal::PackBytesPortable(source, internal::PackedType::kUint8, format, width, start, count,
+                                  depth_start, depth, groups.data(), sums);
+      for (std::size_t i = 0; i < bytes; ++i) {
+        const std::size_t group = i / 4, j = i % 4;
+        packed[8 * group + j] = groups[i] & 0x0f;
+        packed[8 * group + 4 + j] = groups[i] >> 4;
+      }
+      return;
+    }
+  }
 }
 
 // The kernel's packer must write exactly what the portable packer writes, and add the same
@@ -71,33 +118,34 @@ std::size_t PackedCount(int count, int width, int depth, const KernelFormat& for
 TEST(KernelX86Test, PackingMatchesPortablePacker) {
   std::mt19937 random(7);
   for (Kernel kernel : X86Kernels()) {
-    const KernelImplementation& implementation = internal::GetKernelImplementation(kernel);
-    const KernelFormat& format = implementation.format;
-    for (bool lhs_side : {true, false}) {
-      const int width = lhs_side ? format.lhs_rows : format.rhs_cols;
-      const PackFunction pack = lhs_side ? implementation.pack_lhs : implementation.pack_rhs;
-      for (Order order : {Order::kRowMajor, Order::kColMajor}) {
-        for (ElementType type : {ElementType::kUint8, ElementType::kInt8}) {
-          for (int count : {1, width - 1, width, width + 1, 2 * width + 3}) {
-            for (int depth : {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 64, 67}) {
-              for (int depth_start : {0, 5}) {
-                const int start = 2;
-                const SourceMatrix source(start + count + 1, depth_start + depth + 1, order, type,
-                                          3, [&](int, int) { return random() & 0xff; });
-                const std::size_t size = PackedCount(count, width, depth, format);
-                std::vector<std::int16_t> expected(size + 1, 77), packed(size + 1, 77);
-                std::vector<std::int32_t> expected_sums(count, 1000), sums(count, 1000);
-                internal::PackWithFormat<std::int16_t>(source.view, format, width, start, count,
-                                                       depth_start, depth, expected.data(),
-                                                       expected_sums.data());
-                pack(source.view, start, count, depth_start, depth, packed.data(), sums.data());
-                ASSERT_EQ(packed, expected)
-                    << KernelName(kernel) << (lhs_side ? " lhs" : " rhs") << " count " << count
-                    << " depth " << depth << " start " << depth_start
-                    << (order == Order::kRowMajor ? " row-major" : " col-major")
-                    << (type == ElementType::kInt8 ? " int8" : " uint8");
-                ASSERT_EQ(sums, expected_sums)
-                    << KernelName(kernel) << " count " << count << " depth " << depth;
+    for (const KernelImplementation* implementation : Implementations(kernel)) {
+      const KernelFormat& format = implementation->format;
+      for (bool lhs_side : {true, false}) {
+        const int width = lhs_side ? format.lhs_rows : format.rhs_cols;
+        const internal::PackedType packed_type = lhs_side ? format.lhs_type : format.rhs_type;
+        const PackFunction pack = lhs_side ? implementation->pack_lhs : implementation->pack_rhs;
+        for (Order order : {Order::kRowMajor, Order::kColMajor}) {
+          for (ElementType type : {ElementType::kUint8, ElementType::kInt8}) {
+            for (int count : {1, width - 1, width, width + 1, 2 * width + 3}) {
+              for (int depth : {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 64, 67, 100}) {
+                for (int depth_start : {0, 5}) {
+                  const int start = 2;
+                  const SourceMatrix source(start + count + 1, depth_start + depth + 1, order, type,
+                                            3, [&](int, int) { return random() & 0xff; });
+                  const std::size_t size = PackedBytes(count, width, depth, format, packed_type);
+                  std::vector<std::uint8_t> expected(size + 1, 77), packed(size + 1, 77);
+                  std::vector<std::int32_t> expected_sums(count, 1000), sums(count, 1000);
+                  PackPortably(source.view, format, packed_type, width, start, count, depth_start,
+                               depth, expected.data(), expected_sums.data());
+                  pack(source.view, start, count, depth_start, depth, packed.data(), sums.data());
+                  ASSERT_EQ(packed, expected)
+                      << KernelName(kernel) << (lhs_side ? " lhs" : " rhs") << " count " << count
+                      << " depth " << depth << " start " << depth_start
+                      << (order == Order::kRowMajor ? " row-major" : " col-major")
+                      << (type == ElementType::kInt8 ? " int8" : " uint8");
+                  ASSERT_EQ(sums, expected_sums)
+                      << KernelName(kernel) << " count " << count << " depth " << depth;
+                }
               }
             }
           }
@@ -128,8 +176,8 @@ std::uint8_t Pseudorandom(int a, int b) {
 
 // Packs an lhs_rows x depth lhs and a depth x rhs_cols rhs with the kernel's own packers, runs
 // the micro-kernel on the first `used_rows` rows (store, then accumulate) and compares each of
-// their entries with the 64-bit dot product taken modulo 2^32; entries beyond them must stay
-// untouched.
+// their entries with the 64-bit dot product of the packed (shifted) values taken modulo 2^32;
+// entries beyond them must stay untouched.
 void CheckMicroKernel(const KernelImplementation& implementation, const Operands& operands,
                       int depth, int used_rows) {
   const KernelFormat& format = implementation.format;
@@ -138,15 +186,14 @@ void CheckMicroKernel(const KernelImplementation& implementation, const Operands
   // The rhs is packed through its transpose (cols x depth), as the driver does.
   const SourceMatrix rhs_transposed(cols, depth, Order::kColMajor, operands.rhs_type, 1,
                                     [&](int c, int d) { return operands.rhs(d, c); });
-  std::vector<std::int16_t> packed_lhs(PackedCount(rows, rows, depth, format));
-  std::vector<std::int16_t> packed_rhs(PackedCount(cols, cols, depth, format));
+  std::vector<std::uint8_t> packed_lhs(PackedBytes(rows, rows, depth, format, format.lhs_type));
+  std::vector<std::uint8_t> packed_rhs(PackedBytes(cols, cols, depth, format, format.rhs_type));
   std::vector<std::int32_t> row_sums(rows), col_sums(cols);
   implementation.pack_lhs(lhs.view, 0, rows, 0, depth, packed_lhs.data(), row_sums.data());
   implementation.pack_rhs(rhs_transposed.view, 0, cols, 0, depth, packed_rhs.data(),
                           col_sums.data());
-  // Both x86 kernels store values unshifted, so the tile is the plain product.
-  ASSERT_EQ(format.lhs_type, internal::PackedType::kInt16);
-  ASSERT_EQ(format.rhs_type, internal::PackedType::kInt16);
+  const int lhs_shift = internal::PackedValueShift(format.lhs_type, lhs.view);
+  const int rhs_shift = internal::PackedValueShift(format.rhs_type, rhs_transposed.view);
 
   const int acc_stride = cols + 5;
   constexpr std::int32_t kSentinel = -12345;
@@ -163,7 +210,9 @@ void CheckMicroKernel(const KernelImplementation& implementation, const Operands
           continue;
         }
         std::int64_t sum = 0;
-        for (int d = 0; d < depth; ++d) sum += lhs.Value(r, d) * rhs_transposed.Value(c, d);
+        for (int d = 0; d < depth; ++d) {
+          sum += (lhs.Value(r, d) - lhs_shift) * (rhs_transposed.Value(c, d) - rhs_shift);
+        }
         const std::uint64_t times = accumulate ? 2 : 1;
         const auto expected = static_cast<std::int32_t>(
             static_cast<std::uint32_t>(static_cast<std::uint64_t>(sum) * times));
@@ -183,13 +232,16 @@ const Operands kOperands[] = {
     {ElementType::kUint8, ElementType::kInt8, &Pseudorandom, &Pseudorandom, "pseudorandom"},
 };
 
+// The depths include one int16 run of the nibble kernel (kNibbleSteps groups of 4: 32) and
+// around it; 255 x int8 -128 is its worst case.
 TEST(KernelX86Test, MicroKernelMatchesDotProductAtExtremeValues) {
   for (Kernel kernel : X86Kernels()) {
-    for (const Operands& operands : kOperands) {
-      for (int depth : {1, 2, 3, 5, 16, 17, 63, 64, 1001}) {
-        const KernelImplementation& implementation = internal::GetKernelImplementation(kernel);
-        CheckMicroKernel(implementation, operands, depth, implementation.format.lhs_rows);
-        if (HasFatalFailure()) return;
+    for (const KernelImplementation* implementation : Implementations(kernel)) {
+      for (const Operands& operands : kOperands) {
+        for (int depth : {1, 2, 3, 5, 16, 17, 31, 32, 33, 63, 64, 65, 1001}) {
+          CheckMicroKernel(*implementation, operands, depth, implementation->format.lhs_rows);
+          if (HasFatalFailure()) return;
+        }
       }
     }
   }
@@ -198,12 +250,13 @@ TEST(KernelX86Test, MicroKernelMatchesDotProductAtExtremeValues) {
 // A short last panel runs a kernel for fewer rows: each count computes exactly its rows.
 TEST(KernelX86Test, MicroKernelComputesOnlyTheRowsAskedFor) {
   for (Kernel kernel : X86Kernels()) {
-    const KernelImplementation& implementation = internal::GetKernelImplementation(kernel);
-    for (int used_rows = 1; used_rows <= implementation.format.lhs_rows; ++used_rows) {
-      for (const Operands& operands : kOperands) {
-        for (int depth : {1, 17, 1001}) {
-          CheckMicroKernel(implementation, operands, depth, used_rows);
-          if (HasFatalFailure()) return;
+    for (const KernelImplementation* implementation : Implementations(kernel)) {
+      for (int used_rows = 1; used_rows <= implementation->format.lhs_rows; ++used_rows) {
+        for (const Operands& operands : kOperands) {
+          for (int depth : {1, 17, 1001}) {
+            CheckMicroKernel(*implementation, operands, depth, used_rows);
+            if (HasFatalFailure()) return;
+          }
         }
       }
     }
@@ -214,14 +267,15 @@ TEST(KernelX86Test, MicroKernelComputesOnlyTheRowsAskedFor) {
 // 16384 * 131072 is 2^31, which wraps to INT32_MIN; odd depths leave a padded last pair.
 TEST(KernelX86Test, MicroKernelSumsWrapAtTheInt32Limit) {
   for (Kernel kernel : X86Kernels()) {
-    const KernelImplementation& implementation = internal::GetKernelImplementation(kernel);
-    const int rows = implementation.format.lhs_rows;
-    CheckMicroKernel(implementation, kOperands[0], 33025, rows);
-    CheckMicroKernel(implementation, kOperands[0], 66051, rows);
-    CheckMicroKernel(implementation, kOperands[1], 131072, rows);
-    CheckMicroKernel(implementation, kOperands[1], 131073, rows);
-    CheckMicroKernel(implementation, kOperands[2], 131071, rows);
-    if (HasFatalFailure()) return;
+    for (const KernelImplementation* implementation : Implementations(kernel)) {
+      const int rows = implementation->format.lhs_rows;
+      CheckMicroKernel(*implementation, kOperands[0], 33025, rows);
+      CheckMicroKernel(*implementation, kOperands[0], 66051, rows);
+      CheckMicroKernel(*implementation, kOperands[1], 131072, rows);
+      CheckMicroKernel(*implementation, kOperands[1], 131073, rows);
+      CheckMicroKernel(*implementation, kOperands[2], 131071, rows);
+      if (HasFatalFailure()) return;
+    }
   }
 }
 
