@@ -279,41 +279,6 @@ void PackTwoRowNibbleSteps(const std::uint8_t* row0, const std::uint8_t* row1, i
   }
 }
 
-// PackNibbleGroupsAvx2 for any source and panel width: the uint8 byte groups of the block go to
-// its second half, and are split from there into the first.
-void SplitByteGroupsIntoNibbles(const MatrixView& source, int panel_width, int start, int count,
-                                int depth_start, int depth, std::uint8_t* out, std::int32_t* sums) {
-  // 32 bytes read make 64 written, which end where the bytes not yet read begin. The sums of the
-  // byte groups are those of the values.
-  const std::size_t bytes =
-      static_cast<std::size_t>(RoundUp(count, panel_width)) * RoundUp(depth, kNibbleGroupDepth);
-  const std::uint8_t* groups = out + bytes;
-  PackByteGroupsAvx2(source, PackedType::kUint8, panel_width, start, count, depth_start, depth,
-                     out + bytes, sums);
-  const __m256i low_bits = _mm256_set1_epi8(0x0f);
-  std::size_t i = 0;
-  for (; i + 32 <= bytes; i += 32) {
-    const __m256i values = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(groups + i));
-    const __m256i low = _mm256_and_si256(values, low_bits);
-    const __m256i high = _mm256_and_si256(_mm256_srli_epi16(values, 4), low_bits);
-    // Groups 0, 1 | 4, 5 and 2, 3 | 6, 7, each as its low then its high halves.
-    const __m256i groups0145 = _mm256_unpacklo_epi32(low, high);
-    const __m256i groups2367 = _mm256_unpackhi_epi32(low, high);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * i),
-                        _mm256_permute2x128_si256(groups0145, groups2367, 0x20));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * i + 32),
-                        _mm256_permute2x128_si256(groups0145, groups2367, 0x31));
-  }
-  for (; i < bytes; i += kNibbleGroupDepth) {
-    std::uint8_t group[kNibbleGroupDepth];
-    std::memcpy(group, groups + i, sizeof(group));
-    for (int j = 0; j < kNibbleGroupDepth; ++j) {
-      out[2 * i + j] = group[j] & 0x0f;
-      out[2 * i + kNibbleGroupDepth + j] = group[j] >> 4;
-    }
-  }
-}
-
 }  // namespace
 
 void PackByteGroupsAvx2(const MatrixView& source, PackedType type, int panel_width, int start,
@@ -351,7 +316,7 @@ void PackNibbleGroupsAvx2(const MatrixView& source, int panel_width, int start, 
                           int depth_start, int depth, void* packed, std::int32_t* sums) {
   auto* out = static_cast<std::uint8_t*>(packed);
   if (panel_width != 2 || source.order != Order::kRowMajor) {
-    SplitByteGroupsIntoNibbles(source, panel_width, start, count, depth_start, depth, out, sums);
+    PackNibbleGroupsSse41(source, panel_width, start, count, depth_start, depth, out, sums);
     return;
   }
   const __m256i delta =
@@ -367,9 +332,8 @@ void PackNibbleGroupsAvx2(const MatrixView& source, int panel_width, int start, 
     PackTwoRowNibbleSteps(row0, rows == 2 ? row0 + source.stride : nullptr, stepped_depth, delta,
                           panel_out, sums + first);
     if (stepped_depth < depth) {
-      SplitByteGroupsIntoNibbles(source, 2, start + first, rows, depth_start + stepped_depth,
-                                 depth - stepped_depth, panel_out + 4 * stepped_depth,
-                                 sums + first);
+      PackNibbleGroupsSse41(source, 2, start + first, rows, depth_start + stepped_depth,
+                            depth - stepped_depth, panel_out + 4 * stepped_depth, sums + first);
     }
   }
 }

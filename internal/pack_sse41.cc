@@ -363,6 +363,32 @@ void PackInt16PairsSse41(const MatrixView& source, int panel_width, int start, i
   }
 }
 
+void PackNibbleGroupsSse41(const MatrixView& source, int panel_width, int start, int count,
+                           int depth_start, int depth, void* packed, std::int32_t* sums) {
+  // The uint8 byte groups of the block go to its second half, and are split from there into the
+  // first: 16 bytes read make 32 written, which end where the bytes not yet read begin. The
+  // sums of the byte groups are those of the values.
+  const std::size_t bytes = static_cast<std::size_t>((count + panel_width - 1) / panel_width) *
+                            panel_width * ((depth + 3) / 4 * 4);
+  auto* out = static_cast<std::uint8_t*>(packed);
+  const std::uint8_t* groups = out + bytes;
+  PackByteGroupsSse41(source, PackedType::kUint8, panel_width, start, count, depth_start, depth,
+                      out + bytes, sums);
+  const __m128i low_bits = _mm_set1_epi8(0x0f);
+  // Every panel's bytes are a multiple of 4 x 2 (its width is even), so the last step may have 8.
+  for (std::size_t i = 0; i < bytes; i += 16) {
+    const __m128i values = bytes - i >= 16
+                               ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(groups + i))
+                               : _mm_loadl_epi64(reinterpret_cast<const __m128i*>(groups + i));
+    const __m128i low = _mm_and_si128(values, low_bits);
+    const __m128i high = _mm_and_si128(_mm_srli_epi16(values, 4), low_bits);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * i), _mm_unpacklo_epi32(low, high));
+    if (bytes - i >= 16) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * i + 16), _mm_unpackhi_epi32(low, high));
+    }
+  }
+}
+
 void PackByteGroupsSse41(const MatrixView& source, PackedType type, int panel_width, int start,
                          int count, int depth_start, int depth, void* packed, std::int32_t* sums) {
   auto* out = static_cast<std::uint8_t*>(packed);

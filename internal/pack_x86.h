@@ -32,7 +32,11 @@ void PackByteGroupsAvx2(const MatrixView& source, PackedType type, int panel_wid
                         int count, int depth_start, int depth, void* packed, std::int32_t* sums);
 
 // A PackFunction (kernel.h) for PackedType::kNibbles (kernel_nibbles_x86.h's layout), depth_group
-// 4 and panels of `panel_width` rows. Only call it on a CPU with AVX2.
+// 4 and panels of `panel_width` rows, an even number. Only call it on a CPU with SSE4.1.
+void PackNibbleGroupsSse41(const MatrixView& source, int panel_width, int start, int count,
+                           int depth_start, int depth, void* packed, std::int32_t* sums);
+
+// The same layout as PackNibbleGroupsSse41. Only call it on a CPU with AVX2.
 void PackNibbleGroupsAvx2(const MatrixView& source, int panel_width, int start, int count,
                           int depth_start, int depth, void* packed, std::int32_t* sums);
 
