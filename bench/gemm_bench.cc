@@ -1,9 +1,7 @@
 // lowbit's GEMM throughput for every available kernel, and every installed peer's on the same
 // cases: lowbit/<kernel>/<M>x<N>x<K>/threads:<t> with the uint8 -> uint8
 // QuantizeDownInt32ByFixedPoint + saturating cast pipeline; and lowbit's narrow settings
-// (lowbit/<kernel>_<setting>/...), requantizing inside the timed call. Prepacked weights are
-// lowbit/<kernel>_prepacked/..., and lowbit/<kernel>_prepacked_mv/... on small batches for
-// weights prepacked for matrix-vector products (PrepackFor::kMatrixVector).
+// (lowbit/<kernel>_<setting>/...), requantizing inside the timed call.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -40,11 +38,10 @@ const BitDepthSetting kBitDepthSettings[] = {
      {7, 8, lowbit::BitDepthRounding::kNearest, 0, lowbit::BitDepthMode::kDeclaredRange}},
 };
 
-// With `prepack`, the rhs (the weights) is packed once here for `use`, outside the timed calls.
-// With `bit_depth`, the GEMM is narrow; in declared-range mode the lhs is made to fit its bits.
+// With `prepack`, the rhs (the weights) is packed once here, outside the timed calls. With
+// `bit_depth`, the GEMM is narrow; in declared-range mode the lhs is made to fit its bits.
 std::function<void()> SetUpLowbit(lowbit::Kernel kernel, bool prepack, const Case& c,
-                                  const lowbit::BitDepthParams* bit_depth = nullptr,
-                                  lowbit::PrepackFor use = lowbit::PrepackFor::kBatches) {
+                                  const lowbit::BitDepthParams* bit_depth = nullptr) {
   const Shape& s = c.shape;
   auto problem = std::make_shared<LowbitProblem>(s);
   if (bit_depth != nullptr && bit_depth->mode == lowbit::BitDepthMode::kDeclaredRange) {
@@ -56,7 +53,7 @@ std::function<void()> SetUpLowbit(lowbit::Kernel kernel, bool prepack, const Cas
   const lowbit::MatrixMap<const std::uint8_t> rhs(problem->operands.rhs.data(), s.depth, s.cols,
                                                   lowbit::Order::kColMajor);
   if (prepack)
-    problem->prepacked_rhs = std::make_unique<lowbit::PrepackedRhs>(&problem->context, rhs, use);
+    problem->prepacked_rhs = std::make_unique<lowbit::PrepackedRhs>(&problem->context, rhs);
   const lowbit::BitDepthParams narrow =
       bit_depth != nullptr ? *bit_depth : lowbit::BitDepthParams{};
   return [problem, s, rhs, narrow, bit_depth] {
@@ -86,11 +83,6 @@ void RegisterLowbit() {
                     std::string(lowbit::KernelName(kernel)) + (prepack ? "_prepacked" : ""),
                     [kernel, prepack](const Case& c) { return SetUpLowbit(kernel, prepack, c); });
     }
-    RegisterCases("lowbit", std::string(lowbit::KernelName(kernel)) + "_prepacked_mv",
-                  [kernel](const Case& c) {
-                    return SetUpLowbit(kernel, true, c, nullptr, lowbit::PrepackFor::kMatrixVector);
-                  },
-                  {{{1, 1024, 1024}, 1}, {{8, 1024, 1024}, 1}});
     for (const BitDepthSetting& setting : kBitDepthSettings) {
       RegisterCases("lowbit", std::string(lowbit::KernelName(kernel)) + "_" + setting.name,
                     [kernel, &setting](const Case& c) {

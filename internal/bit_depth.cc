@@ -66,15 +66,10 @@ void CheckPrepackedBitDepth(const PrepackedRhs& rhs, const BitDepthParams* param
   check_field("rhs_bits", packed->rhs_bits, params->rhs_bits);
   // The lhs bit depth may change as long as the kernel it selects reads the same rhs layout
   // (on every ISA, one lhs of 8 bits against an 8-bit rhs is not narrow, the others are).
-  const bool matrix_vector = rhs.packed().matrix_vector;
   const KernelFormat& packed_format =
-      GetPrepackedRhsKernelImplementation(rhs.kernel(), packed->lhs_bits, packed->rhs_bits,
-                                          matrix_vector)
-          .format;
+      GetPrepackedRhsKernelImplementation(rhs.kernel(), packed->lhs_bits, packed->rhs_bits).format;
   const KernelFormat& call_format =
-      GetPrepackedRhsKernelImplementation(rhs.kernel(), params->lhs_bits, params->rhs_bits,
-                                          matrix_vector)
-          .format;
+      GetPrepackedRhsKernelImplementation(rhs.kernel(), params->lhs_bits, params->rhs_bits).format;
   if (!SameRhsLayout(packed_format, call_format)) {
     throw Error("bit_depth.lhs_bits",
                 "selects a kernel with another rhs layout than the prepacked rhs's (" +

@@ -356,9 +356,9 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   ContextState& state = context.state();
   const Kernel resolved_kernel = context.ResolvedKernel();
   const KernelImplementation& kernel =
-      packed_rhs != nullptr ? GetPrepackedRhsKernelImplementation(
-                                  resolved_kernel, lhs.bits, rhs.bits, packed_rhs->matrix_vector)
-                            : GetKernelImplementation(resolved_kernel, lhs.bits, rhs.bits);
+      packed_rhs != nullptr
+          ? GetPrepackedRhsKernelImplementation(resolved_kernel, lhs.bits, rhs.bits, lhs.rows)
+          : GetKernelImplementation(resolved_kernel, lhs.bits, rhs.bits);
   const OutputWriter output_writer =
       target.program != nullptr ? OutputWriterFor(resolved_kernel) : nullptr;
   const KernelFormat& format = kernel.format;

@@ -99,8 +99,6 @@ struct PackedOperand {
   ElementType type;
   int depth;
   int cols;
-  // Packed in the kernel's layout for matrix-vector products (PrepackFor::kMatrixVector).
-  bool matrix_vector;
   std::shared_ptr<const char> data;
   std::shared_ptr<const std::int32_t> col_sums;
 };
@@ -158,7 +156,7 @@ void RunGemm(Context& context, const MatrixView& lhs, const MatrixView& rhs,
 
 // Packs all of `rhs` (of rhs.bits bits) for `kernel` and an lhs of `lhs_bits` bits. `rhs` must
 // have passed ValidateMatrix.
-PackedOperand PackRhs(Kernel kernel, const MatrixView& rhs, int lhs_bits, bool matrix_vector);
+PackedOperand PackRhs(Kernel kernel, const MatrixView& rhs, int lhs_bits);
 
 }  // namespace internal
 }  // namespace lowbit

@@ -86,10 +86,10 @@ const KernelImplementation& Sse41Kernel();
 const KernelImplementation* Sse41NarrowKernel(int lhs_bits, int rhs_bits);
 const KernelImplementation* Avx2NarrowKernel(int lhs_bits, int rhs_bits);
 const KernelImplementation& Avx2Kernel();
-// AVX2 with the rhs packed as int8: the one PrepackedRhs uses for 8-bit operands.
-const KernelImplementation& Avx2Int8RhsKernel();
-// AVX2 with the rhs packed as int8 byte groups and the lhs as nibbles (kernel_nibbles_x86.h): the
-// one PrepackedRhs uses for 8-bit operands prepacked for matrix-vector products.
+// AVX2 for 8-bit weights prepacked as int8 byte groups (PrepackedRhs): the quad tile of
+// kernel_avx2.cc, for an lhs of several rows, and the nibble tile of kernel_nibbles_x86.h, for
+// matrix-vector products. Both read the same rhs layout.
+const KernelImplementation& Avx2PrepackedKernel();
 const KernelImplementation& Avx2NibbleKernel();
 #endif
 #if defined(__aarch64__)
@@ -106,12 +106,12 @@ const KernelImplementation* NeonNarrowKernel(int lhs_bits, int rhs_bits);
 const KernelImplementation& GetKernelImplementation(Kernel kernel, int lhs_bits = 8,
                                                     int rhs_bits = 8);
 // The implementation that packs prepacked weights (PrepackedRhs) for `kernel` and multiplies
-// with them: the narrow one for bit depths that have one, else, for `matrix_vector`
-// (PrepackFor::kMatrixVector), the kernel's matrix-vector one where it has one, else the same as
-// for an ordinary rhs or one whose rhs layout suits an operand read from memory on every call.
+// them with an lhs of `lhs_rows` rows (0 to pack them: every implementation this returns for the
+// same kernel and bit depths reads the same rhs layout): the narrow one for bit depths that have
+// one; else the kernel's matrix-vector one, where it has one, for one or two rows; else the same
+// as for an ordinary rhs or one whose rhs layout suits an operand read from memory on every call.
 const KernelImplementation& GetPrepackedRhsKernelImplementation(Kernel kernel, int lhs_bits = 8,
-                                                                int rhs_bits = 8,
-                                                                bool matrix_vector = false);
+                                                                int rhs_bits = 8, int lhs_rows = 0);
 
 // Whether an rhs packed for one format can be multiplied by a kernel of the other.
 inline bool SameRhsLayout(const KernelFormat& a, const KernelFormat& b) {

@@ -41,16 +41,14 @@ struct TileRow {
 
 // Isa provides Vector, kInt32Lanes and: Zero(), BroadcastGroup(const std::uint8_t*) (4 bytes to
 // every 32-bit lane), MultiplyAddPairs (pmaddwd), AddInt32, LoadInt32(const std::int32_t*),
-// StoreInt32(std::int32_t*, Vector), and LoadPairs(const std::int16_t*) / LoadPairs(const
-// std::int8_t*): kInt32Lanes columns' pairs as int16, from int16 or (sign-extended) int8 panels.
+// StoreInt32(std::int32_t*, Vector), and Load(const void*).
 template <typename Isa>
 struct PairTile {
   using Vector = typename Isa::Vector;
   using Row = TileRow<Isa>;
   static constexpr int kCols = 2 * Isa::kInt32Lanes;
-  static constexpr KernelFormat Format(PackedType rhs_type) {
-    return {kPairRows, kCols, kPairGroup, PackedType::kInt16, rhs_type};
-  }
+  static constexpr KernelFormat kFormat{kPairRows, kCols, kPairGroup, PackedType::kInt16,
+                                        PackedType::kInt16};
 
   static Row MultiplyRow(Row sums, const std::int16_t* lhs_pair, Vector rhs_low, Vector rhs_high) {
     const Vector pair = Isa::BroadcastGroup(reinterpret_cast<const std::uint8_t*>(lhs_pair));
@@ -59,13 +57,13 @@ struct PairTile {
   }
 
   // Adds one depth pair of the first kUsedRows rows to row0, row1, ... in turn.
-  template <int kUsedRows, typename RhsElement>
+  template <int kUsedRows>
   __attribute__((always_inline)) static void MultiplyPair(const std::int16_t* lhs,
-                                                          const RhsElement* rhs, Row& row0,
+                                                          const std::int16_t* rhs, Row& row0,
                                                           Row& row1, Row& row2, Row& row3,
                                                           Row& row4, Row& row5) {
-    const Vector rhs_low = Isa::LoadPairs(rhs);
-    const Vector rhs_high = Isa::LoadPairs(rhs + kPairGroup * Isa::kInt32Lanes);
+    const Vector rhs_low = Isa::Load(rhs);
+    const Vector rhs_high = Isa::Load(rhs + kPairGroup * Isa::kInt32Lanes);
     row0 = MultiplyRow(row0, lhs, rhs_low, rhs_high);
     if (kUsedRows > 1) row1 = MultiplyRow(row1, lhs + 2, rhs_low, rhs_high);
     if (kUsedRows > 2) row2 = MultiplyRow(row2, lhs + 4, rhs_low, rhs_high);
@@ -78,8 +76,8 @@ struct PairTile {
   // array of vectors on the stack even when every index is a constant), and one store loop (a
   // store per row under its own condition makes GCC copy the accumulators to the stack inside
   // the depth loop): checked in the disassembly.
-  template <int kUsedRows, typename RhsElement>
-  __attribute__((noinline)) static void Rows(const std::int16_t* lhs, const RhsElement* rhs,
+  template <int kUsedRows>
+  __attribute__((noinline)) static void Rows(const std::int16_t* lhs, const std::int16_t* rhs,
                                              int padded_depth, std::int32_t* acc, int acc_stride,
                                              bool accumulate) {
     // The accumulator tile is touched only at the end: fetch it while the depth loop runs.
@@ -87,16 +85,11 @@ struct PairTile {
       _mm_prefetch(reinterpret_cast<const char*>(acc + i * acc_stride), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(acc + i * acc_stride + kCols - 1), _MM_HINT_T0);
     }
-    // The lhs panel streams from L2: ask for it 8 depth pairs (192 bytes) ahead. Prepacked int8
-    // weights stream from L3 or memory (an int16 rhs sits in L1): 2 KiB ahead hides the latency
-    // (a matrix-vector product measured 56 GOPS at 256 bytes, 66 from 2 KiB).
-    const auto prefetch = [](const std::int16_t* lhs_pair, const RhsElement* rhs_pair) {
+    // The lhs panel streams from L2 (the rhs panel sits in L1): ask for it 8 depth pairs (192
+    // bytes) ahead.
+    const auto prefetch = [](const std::int16_t* lhs_pair) {
       _mm_prefetch(reinterpret_cast<const char*>(lhs_pair + 8 * kPairGroup * kPairRows),
                    _MM_HINT_T0);
-      if (sizeof(RhsElement) == 1) {
-        _mm_prefetch(reinterpret_cast<const char*>(rhs_pair + 64 * kPairGroup * kCols),
-                     _MM_HINT_T0);
-      }
     };
     const Row zero{Isa::Zero(), Isa::Zero()};
     Row row0 = zero, row1 = zero, row2 = zero, row3 = zero, row4 = zero, row5 = zero;
@@ -108,7 +101,7 @@ struct PairTile {
     if (kSplit) {
       int d = 0;
       for (; d + 2 * kPairGroup <= padded_depth; d += 2 * kPairGroup) {
-        prefetch(lhs, rhs);
+        prefetch(lhs);
         MultiplyPair<kUsedRows>(lhs, rhs, row0, row1, row2, row3, row4, row5);
         MultiplyPair<kUsedRows>(lhs + kPairGroup * kPairRows, rhs + kPairGroup * kCols, row3, row4,
                                 row5, row0, row1, row2);
@@ -120,7 +113,7 @@ struct PairTile {
     } else {
 #pragma GCC unroll 2
       for (int d = 0; d < padded_depth; d += kPairGroup) {
-        prefetch(lhs, rhs);
+        prefetch(lhs);
         MultiplyPair<kUsedRows>(lhs, rhs, row0, row1, row2, row3, row4, row5);
         lhs += kPairGroup * kPairRows;
         rhs += kPairGroup * kCols;
@@ -132,11 +125,10 @@ struct PairTile {
 
   // A MicroKernelFunction: a short last panel (a matrix-vector product has one row) multiplies
   // only its real rows.
-  template <typename RhsElement>
   static void MicroKernel(const void* lhs_panel, const void* rhs_panel, int padded_depth, int rows,
                           std::int32_t* acc, int acc_stride, bool accumulate) {
     const auto* lhs = static_cast<const std::int16_t*>(lhs_panel);
-    const auto* rhs = static_cast<const RhsElement*>(rhs_panel);
+    const auto* rhs = static_cast<const std::int16_t*>(rhs_panel);
     ForRowCount<kPairRows>(rows, [&](auto used_rows) {
       Rows<decltype(used_rows)::value>(lhs, rhs, padded_depth, acc, acc_stride, accumulate);
     });

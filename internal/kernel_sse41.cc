@@ -25,7 +25,6 @@ struct Sse41Isa {
   static Vector Load(const void* bytes) {
     return _mm_loadu_si128(static_cast<const __m128i*>(bytes));
   }
-  static Vector LoadPairs(const std::int16_t* pairs) { return Load(pairs); }
   static Vector BroadcastGroup(const std::uint8_t* group) {
     std::int32_t bits;
     std::memcpy(&bits, group, sizeof(bits));
@@ -45,7 +44,7 @@ struct Sse41Isa {
 };
 
 using Tile = PairTile<Sse41Isa>;
-constexpr KernelFormat kSse41Format = Tile::Format(PackedType::kInt16);
+constexpr KernelFormat kSse41Format = Tile::kFormat;
 
 void PackLhsSse41(const MatrixView& source, int start, int count, int depth_start, int depth,
                   void* packed, std::int32_t* sums) {
@@ -68,7 +67,7 @@ const KernelImplementation* Sse41NarrowKernel(int lhs_bits, int rhs_bits) {
 
 const KernelImplementation& Sse41Kernel() {
   static const KernelImplementation implementation{Kernel::kSse41, kSse41Format, &PackLhsSse41,
-                                                   &PackRhsSse41, &Tile::MicroKernel<std::int16_t>};
+                                                   &PackRhsSse41, &Tile::MicroKernel};
   return implementation;
 }
 

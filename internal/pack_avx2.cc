@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "internal/pack.h"
 #include "internal/pack_x86.h"
 
 namespace lowbit {
@@ -279,6 +280,37 @@ void PackTwoRowNibbleSteps(const std::uint8_t* row0, const std::uint8_t* row1, i
   }
 }
 
+// The whole 16-value steps of `depth` of two rows of a panel of `width` rows from a row-major
+// source, as int16 groups of 4 (row1 null past the last row): each row's step widened into one
+// register of four groups, and the two rows' groups interleaved into the panel's.
+template <bool kSigned>
+void PackTwoRowQuadSteps(const std::uint8_t* row0, const std::uint8_t* row1, int depth, int width,
+                         std::int16_t* out, std::int32_t* sums) {
+  const std::uint8_t* const rows[2] = {row0, row1};
+  const int group_stride = width * 4;
+  __m256i totals[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+  for (int d = 0; d < depth; d += kStep) {
+    __m256i values[2];
+    for (int r = 0; r < 2; ++r) {
+      values[r] = rows[r] == nullptr ? _mm256_setzero_si256() : RowPairs<kSigned>(rows[r] + d);
+      totals[r] = _mm256_add_epi32(totals[r], _mm256_madd_epi16(values[r], _mm256_set1_epi16(1)));
+    }
+    // Groups 0 | 2 and 1 | 3 of both rows.
+    const __m256i groups02 = _mm256_unpacklo_epi64(values[0], values[1]);
+    const __m256i groups13 = _mm256_unpackhi_epi64(values[0], values[1]);
+    std::int16_t* step_out = out + (d / 4) * group_stride;
+    StoreBytes<16>(step_out, _mm256_castsi256_si128(groups02));
+    StoreBytes<16>(step_out + group_stride, _mm256_castsi256_si128(groups13));
+    StoreBytes<16>(step_out + 2 * group_stride, _mm256_extracti128_si256(groups02, 1));
+    StoreBytes<16>(step_out + 3 * group_stride, _mm256_extracti128_si256(groups13, 1));
+  }
+  for (int r = 0; r < 2 && rows[r] != nullptr; ++r) {
+    alignas(32) std::int32_t partial[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(partial), totals[r]);
+    for (std::int32_t value : partial) sums[r] += value;
+  }
+}
+
 }  // namespace
 
 void PackByteGroupsAvx2(const MatrixView& source, PackedType type, int panel_width, int start,
@@ -334,6 +366,54 @@ void PackNibbleGroupsAvx2(const MatrixView& source, int panel_width, int start, 
     if (stepped_depth < depth) {
       PackNibbleGroupsSse41(source, 2, start + first, rows, depth_start + stepped_depth,
                             depth - stepped_depth, panel_out + 4 * stepped_depth, sums + first);
+    }
+  }
+}
+
+void PackInt16QuadsAvx2(const MatrixView& source, int panel_width, int start, int count,
+                        int depth_start, int depth, void* packed, std::int32_t* sums) {
+  auto* out = static_cast<std::int16_t*>(packed);
+  const KernelFormat layout{panel_width, panel_width, 4, PackedType::kInt16, PackedType::kInt16};
+  if (source.order != Order::kRowMajor) {
+    PackPortable(source, PackedType::kInt16, layout, panel_width, start, count, depth_start, depth,
+                 packed, sums);
+    return;
+  }
+  const int padded_depth = RoundUp(depth, 4);
+  const int stepped_depth = depth / kStep * kStep;
+  const auto* data = static_cast<const std::uint8_t*>(source.data);
+  for (int panel_start = 0; panel_start < count; panel_start += panel_width) {
+    const int rows = count - panel_start < panel_width ? count - panel_start : panel_width;
+    std::int16_t* panel_out = out + static_cast<std::ptrdiff_t>(panel_start) * padded_depth;
+    for (int pair = 0; pair < panel_width; pair += 2) {
+      const std::uint8_t* row[2] = {};
+      for (int r = 0; r < 2; ++r) {
+        if (pair + r < rows) {
+          row[r] = data +
+                   static_cast<std::ptrdiff_t>(start + panel_start + pair + r) * source.stride +
+                   depth_start;
+        }
+      }
+      std::int32_t* pair_sums = sums + panel_start + pair;
+      if (source.type == ElementType::kInt8) {
+        PackTwoRowQuadSteps<true>(row[0], row[1], stepped_depth, panel_width, panel_out + pair * 4,
+                                  pair_sums);
+      } else {
+        PackTwoRowQuadSteps<false>(row[0], row[1], stepped_depth, panel_width, panel_out + pair * 4,
+                                   pair_sums);
+      }
+      // The depth tail and its padding, value by value.
+      for (int d = stepped_depth; d < padded_depth; ++d) {
+        for (int r = 0; r < 2; ++r) {
+          std::int16_t value = 0;
+          if (row[r] != nullptr && d < depth) {
+            value = source.type == ElementType::kInt8 ? static_cast<std::int8_t>(row[r][d])
+                                                      : static_cast<std::int16_t>(row[r][d]);
+            pair_sums[r] += value;
+          }
+          panel_out[(d / 4) * panel_width * 4 + (pair + r) * 4 + d % 4] = value;
+        }
+      }
     }
   }
 }

@@ -22,6 +22,12 @@ void PackInt16PairsSse41(const MatrixView& source, int panel_width, int start, i
 void PackInt16PairsAvx2(const MatrixView& source, int panel_width, int start, int count,
                         int depth_start, int depth, void* packed, std::int32_t* sums);
 
+// A PackFunction (kernel.h) for int16 values, depth_group 4 and panels of `panel_width` rows, an
+// even number. Row-major sources take AVX2 steps; others go to the portable packer. Only call it
+// on a CPU with AVX2.
+void PackInt16QuadsAvx2(const MatrixView& source, int panel_width, int start, int count,
+                        int depth_start, int depth, void* packed, std::int32_t* sums);
+
 // A PackFunction (kernel.h) for one-byte values of `type` (kUint8 or kInt8), depth_group 4 and
 // panels of `panel_width` rows (any width). Only call it on a CPU with SSE4.1.
 void PackByteGroupsSse41(const MatrixView& source, PackedType type, int panel_width, int start,

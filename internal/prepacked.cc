@@ -14,9 +14,9 @@
 namespace lowbit {
 namespace internal {
 
-PackedOperand PackRhs(Kernel kernel, const MatrixView& rhs, int lhs_bits, bool matrix_vector) {
+PackedOperand PackRhs(Kernel kernel, const MatrixView& rhs, int lhs_bits) {
   const KernelImplementation& implementation =
-      GetPrepackedRhsKernelImplementation(kernel, lhs_bits, rhs.bits, matrix_vector);
+      GetPrepackedRhsKernelImplementation(kernel, lhs_bits, rhs.bits);
   const KernelFormat& format = implementation.format;
   const int padded_cols = RoundUp(rhs.cols, format.rhs_cols);
   const std::size_t bytes = static_cast<std::size_t>(padded_cols) *
@@ -29,13 +29,13 @@ PackedOperand PackRhs(Kernel kernel, const MatrixView& rhs, int lhs_bits, bool m
   if (rhs.rows > 0 && rhs.cols > 0) {
     implementation.pack_rhs(Transposed(rhs), 0, rhs.cols, 0, rhs.rows, data.get(), col_sums.get());
   }
-  return {kernel, rhs.type, rhs.rows, rhs.cols, matrix_vector, data, col_sums};
+  return {kernel, rhs.type, rhs.rows, rhs.cols, data, col_sums};
 }
 
 }  // namespace internal
 
 PrepackedRhs::PrepackedRhs(Context* context, const internal::MatrixView& rhs,
-                           const BitDepthParams* bit_depth, PrepackFor use) {
+                           const BitDepthParams* bit_depth) {
   if (context == nullptr) throw Error("context", "must not be null");
   internal::ValidateMatrix("rhs", rhs);
   if (bit_depth != nullptr) {
@@ -51,12 +51,11 @@ PrepackedRhs::PrepackedRhs(Context* context, const internal::MatrixView& rhs,
   cols_ = rhs.cols;
   source_type_ = rhs.type;
   const int lhs_bits = bit_depth != nullptr ? bit_depth->lhs_bits : 8;
-  const bool matrix_vector = use == PrepackFor::kMatrixVector;
   if (bit_depth == nullptr || bit_depth->mode == BitDepthMode::kDeclaredRange) {
     internal::MatrixView declared = rhs;
     if (bit_depth != nullptr) declared.bits = bit_depth->rhs_bits;
     packed_ = std::make_shared<const internal::PackedOperand>(
-        internal::PackRhs(kernel_, declared, lhs_bits, matrix_vector));
+        internal::PackRhs(kernel_, declared, lhs_bits));
     return;
   }
   // The same requantization a GEMM applies to an rhs it is given: the columns are the lines.
@@ -71,7 +70,7 @@ PrepackedRhs::PrepackedRhs(Context* context, const internal::MatrixView& rhs,
       internal::Transposed(internal::RequantizedView(columns, requantized.data()));
   requantized_rhs.bits = bit_depth->rhs_bits;
   packed_ = std::make_shared<const internal::PackedOperand>(
-      internal::PackRhs(kernel_, requantized_rhs, lhs_bits, matrix_vector));
+      internal::PackRhs(kernel_, requantized_rhs, lhs_bits));
   requantized_col_sums_ = col_sums;
 }
 

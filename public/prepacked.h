@@ -15,17 +15,6 @@
 
 namespace lowbit {
 
-// The lhs shape a PrepackedRhs is laid out for. Every layout gives the same results for every
-// lhs; only the speed differs (doc/performance.md). Only the AVX2 kernel has a layout of its
-// own for matrix-vector products, and only for 8-bit operands; elsewhere both are the same.
-enum class PrepackFor {
-  kBatches,  // lhs of several rows (the default)
-  // A 1-row lhs: on AVX2 the weights stay int8 in groups of 4 and each lhs value is split into
-  // its two 4-bit halves, so that vpmaddubsw multiplies them without widening the weights.
-  // An lhs of more rows still works, at about 0.9 times kBatches' speed.
-  kMatrixVector,
-};
-
 // A depth x cols uint8 or int8 matrix, packed. It owns its memory (the source may be freed),
 // copies share it, and it is immutable, so any number of GEMMs on any threads may use it. Using
 // it on a context that runs another kernel, or against an lhs of another depth, is an error.
@@ -33,9 +22,8 @@ class PrepackedRhs {
  public:
   // Throws lowbit::Error for a null context or a malformed map, before packing anything.
   template <typename Scalar>
-  PrepackedRhs(Context* context, const MatrixMap<Scalar>& rhs,
-               PrepackFor use = PrepackFor::kBatches)
-      : PrepackedRhs(context, CheckedView(rhs), nullptr, use) {}
+  PrepackedRhs(Context* context, const MatrixMap<Scalar>& rhs)
+      : PrepackedRhs(context, CheckedView(rhs), nullptr) {}
 
   // For GEMMs with narrow operands (public/bit_depth.h): in kRequantize mode the weights are
   // requantized to bit_depth.rhs_bits once, here. A GEMM may use it only with BitDepthParams of
@@ -43,9 +31,8 @@ class PrepackedRhs {
   // differ. Also throws lowbit::Error for invalid params, or in kDeclaredRange mode for a value
   // that does not fit rhs_bits.
   template <typename Scalar>
-  PrepackedRhs(Context* context, const MatrixMap<Scalar>& rhs, const BitDepthParams& bit_depth,
-               PrepackFor use = PrepackFor::kBatches)
-      : PrepackedRhs(context, CheckedView(rhs), &bit_depth, use) {}
+  PrepackedRhs(Context* context, const MatrixMap<Scalar>& rhs, const BitDepthParams& bit_depth)
+      : PrepackedRhs(context, CheckedView(rhs), &bit_depth) {}
 
   int rows() const { return rows_; }
   int cols() const { return cols_; }
@@ -66,8 +53,7 @@ class PrepackedRhs {
                   "rhs must be uint8_t or int8_t");
     return internal::ViewOf(rhs);
   }
-  PrepackedRhs(Context* context, const internal::MatrixView& rhs, const BitDepthParams* bit_depth,
-               PrepackFor use);
+  PrepackedRhs(Context* context, const internal::MatrixView& rhs, const BitDepthParams* bit_depth);
 
   std::shared_ptr<const internal::PackedOperand> packed_;
   std::shared_ptr<const std::int32_t> requantized_col_sums_;

@@ -62,14 +62,14 @@ struct SourceMatrix {
   }
 };
 
-// Every implementation of the kernel: for an ordinary rhs, and for prepacked ones (for batches
-// and for matrix-vector products), each once.
+// Every implementation of the kernel: for an ordinary rhs, and for prepacked ones (an lhs of
+// several rows, and of one), each once.
 std::vector<const KernelImplementation*> Implementations(Kernel kernel) {
   std::vector<const KernelImplementation*> implementations;
   for (const KernelImplementation* implementation :
        {&internal::GetKernelImplementation(kernel),
-        &internal::GetPrepackedRhsKernelImplementation(kernel),
-        &internal::GetPrepackedRhsKernelImplementation(kernel, 8, 8, true)}) {
+        &internal::GetPrepackedRhsKernelImplementation(kernel, 8, 8, 8),
+        &internal::GetPrepackedRhsKernelImplementation(kernel, 8, 8, 1)}) {
     bool seen = false;
     for (const KernelImplementation* other : implementations) seen |= other == implementation;
     if (!seen) implementations.push_back(implementation);
@@ -90,25 +90,38 @@ void PackPortably(const MatrixView& source, const KernelFormat& format, internal
                   std::int32_t* sums) {
   switch (type) {
     case internal::PackedType::kInt16:
-      internal::PackWithFormat<std::int16_t>(source, format, width, start, count, depth_start,
-                                             depth, packed, sums);
-      return;
     case internal::PackedType::kInt8:
     case internal::PackedType::kUint8:
-      internal::PackBytesPortable(source, type, format, width, start, count, depth_start, depth,
-                                  packed, sums);
+      internal::PackPortable(source, type, format, width, start, count, depth_start, depth, packed,
+                             sums);
       return;
     case internal::PackedType::kNibbles: {
       const std::size_t bytes = PackedBytes(count, width, depth, format, type) / 2;
       std::vector<std::uint8_t> groups(bytes);
-      internal::PackBytesPortable(source, internal::PackedType::kUint8, format, width, start, count,
-                                  depth_start, depth, groups.data(), sums);
+      internal::PackPortable(source, internal::PackedType::kUint8, format, width, start, count,
+                             depth_start, depth, groups.data(), sums);
       for (std::size_t i = 0; i < bytes; ++i) {
         const std::size_t group = i / 4, j = i % 4;
         packed[8 * group + j] = groups[i] & 0x0f;
         packed[8 * group + 4 + j] = groups[i] >> 4;
       }
       return;
+    }
+  }
+}
+
+// A prepacked rhs is packed once, for whatever lhs comes: every implementation that multiplies
+// it must read the layout it was packed in. AVX2 runs the nibble tile for one or two lhs rows.
+TEST(KernelX86Test, PrepackedImplementationsShareTheRhsLayout) {
+  for (Kernel kernel : X86Kernels()) {
+    const KernelFormat& packed = internal::GetPrepackedRhsKernelImplementation(kernel).format;
+    for (int lhs_rows = 1; lhs_rows <= 9; ++lhs_rows) {
+      const KernelFormat& format =
+          internal::GetPrepackedRhsKernelImplementation(kernel, 8, 8, lhs_rows).format;
+      EXPECT_TRUE(internal::SameRhsLayout(packed, format)) << KernelName(kernel) << " " << lhs_rows;
+      const bool nibbles = kernel == Kernel::kAvx2 && lhs_rows <= 2;
+      EXPECT_EQ(format.lhs_type == internal::PackedType::kNibbles, nibbles)
+          << KernelName(kernel) << " " << lhs_rows;
     }
   }
 }
