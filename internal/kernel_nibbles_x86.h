@@ -20,8 +20,9 @@ namespace internal {
 // products. Here a lhs value v = 16 * high + low becomes two products of a 4-bit and an 8-bit
 // value, added in int16 and widened once per kNibbleSteps groups: 9 operations per 64 products,
 // none of them a shuffle. Alone on 1 MiB of weights, the two loops measured 50 and 79 GOPS
-// while this host was busy, and 96 and 90 while it was quiet: the nibble tile issues a quarter
-// more multiplies, so only prepacking for matrix-vector products (PrepackFor) selects it.
+// while this host was busy, and 96 and 90 while it was quiet. It issues a quarter more
+// multiplies than the int16 tile, so prepacked weights (the same layout) go to the quad tile of
+// kernel_avx2.cc for three lhs rows and more (GetPrepackedRhsKernelImplementation).
 //
 // Layout (PackedType::kNibbles): a panel of kNibbleRows rows holds, for each group of 4 depth
 // values and each row, the 4 low halves and then the 4 high halves: the byte-group layout of
