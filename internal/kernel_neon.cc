@@ -105,8 +105,8 @@ void PackInt8Neon(const MatrixView& source, const KernelFormat& format, int pane
   } else if (contiguous_depth && format.depth_group == 16) {
     PackContiguousDepth<16>(source, panel_width, start, count, depth_start, depth, packed, sums);
   } else {
-    PackPortable(source, PackedType::kInt8, format, panel_width, start, count, depth_start, depth,
-                 packed, sums);
+    PackBytesPortable(source, PackedType::kInt8, format, panel_width, start, count, depth_start,
+                      depth, packed, sums);
   }
 }
 

@@ -1,16 +1,13 @@
-// The portable packers, compiled without ISA flags (see PackPortable in pack.h).
+// The portable byte packers, compiled without ISA flags (see PackBytesPortable in pack.h).
 #include "internal/pack.h"
 
 namespace lowbit {
 namespace internal {
 
-void PackPortable(const MatrixView& source, PackedType type, const KernelFormat& format,
-                  int panel_width, int start, int count, int depth_start, int depth, void* packed,
-                  std::int32_t* sums) {
-  if (type == PackedType::kInt16) {
-    PackWithFormat<std::int16_t>(source, format, panel_width, start, count, depth_start, depth,
-                                 packed, sums);
-  } else if (type == PackedType::kUint8) {
+void PackBytesPortable(const MatrixView& source, PackedType type, const KernelFormat& format,
+                       int panel_width, int start, int count, int depth_start, int depth,
+                       void* packed, std::int32_t* sums) {
+  if (type == PackedType::kUint8) {
     PackWithFormat<std::uint8_t>(source, format, panel_width, start, count, depth_start, depth,
                                  packed, sums);
   } else {

@@ -57,12 +57,12 @@ void PackWithFormat(const MatrixView& source, const KernelFormat& format, int pa
   }
 }
 
-// PackWithFormat for `type` (kInt16, kInt8 or kUint8), compiled once without ISA flags: the ISA
-// files call this rather than instantiate the template themselves, which would leave the linker
-// a copy built with their instruction set to pick for every caller.
-void PackPortable(const MatrixView& source, PackedType type, const KernelFormat& format,
-                  int panel_width, int start, int count, int depth_start, int depth, void* packed,
-                  std::int32_t* sums);
+// PackWithFormat for one-byte packed types (kInt8, kUint8), compiled once without ISA flags:
+// the ISA files call this rather than instantiate the template themselves, which would leave
+// the linker a copy built with their instruction set to pick for every caller.
+void PackBytesPortable(const MatrixView& source, PackedType type, const KernelFormat& format,
+                       int panel_width, int start, int count, int depth_start, int depth,
+                       void* packed, std::int32_t* sums);
 
 #if defined(__aarch64__)
 // The same for kInt8, with NEON where each row's depth values are contiguous and the depth group

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <cstring>
 
-#include "internal/pack.h"
 #include "internal/pack_x86.h"
 
 namespace lowbit {
@@ -373,10 +372,8 @@ void PackNibbleGroupsAvx2(const MatrixView& source, int panel_width, int start, 
 void PackInt16QuadsAvx2(const MatrixView& source, int panel_width, int start, int count,
                         int depth_start, int depth, void* packed, std::int32_t* sums) {
   auto* out = static_cast<std::int16_t*>(packed);
-  const KernelFormat layout{panel_width, panel_width, 4, PackedType::kInt16, PackedType::kInt16};
   if (source.order != Order::kRowMajor) {
-    PackPortable(source, PackedType::kInt16, layout, panel_width, start, count, depth_start, depth,
-                 packed, sums);
+    PackInt16QuadsSse41(source, panel_width, start, count, depth_start, depth, packed, sums);
     return;
   }
   const int padded_depth = RoundUp(depth, 4);

@@ -363,6 +363,34 @@ void PackInt16PairsSse41(const MatrixView& source, int panel_width, int start, i
   }
 }
 
+void PackInt16QuadsSse41(const MatrixView& source, int panel_width, int start, int count,
+                         int depth_start, int depth, void* packed, std::int32_t* sums) {
+  // Panel by panel: int16 pairs first, then each two consecutive groups of pairs (every row's
+  // depth values 4g, 4g + 1, then 4g + 2, 4g + 3) interleaved in place into one group of 4.
+  const int padded_depth = (depth + 3) / 4 * 4;
+  const int pair_groups = (depth + 1) / 2;
+  auto* out = static_cast<std::int32_t*>(packed);  // one int32 per row's pair
+  for (int panel_start = 0; panel_start < count; panel_start += panel_width) {
+    const int rows = Min(panel_width, count - panel_start);
+    std::int32_t* panel = out + static_cast<std::ptrdiff_t>(panel_start) * padded_depth / 2;
+    PackInt16PairsSse41(source, panel_width, start + panel_start, rows, depth_start, depth, panel,
+                        sums + panel_start);
+    // The pairs stop at depth rounded up to 2; groups of 4 need one more group of zero pairs.
+    if (pair_groups % 2 != 0) {
+      std::memset(panel + pair_groups * panel_width, 0, sizeof(std::int32_t) * panel_width);
+    }
+    std::int32_t pairs[2 * kMaxPanelWidth];
+    for (int group = 0; group < padded_depth / 4; ++group) {
+      std::int32_t* group_pairs = panel + group * 2 * panel_width;
+      std::memcpy(pairs, group_pairs, sizeof(std::int32_t) * 2 * panel_width);
+      for (int row = 0; row < panel_width; ++row) {
+        group_pairs[2 * row] = pairs[row];
+        group_pairs[2 * row + 1] = pairs[panel_width + row];
+      }
+    }
+  }
+}
+
 void PackNibbleGroupsSse41(const MatrixView& source, int panel_width, int start, int count,
                            int depth_start, int depth, void* packed, std::int32_t* sums) {
   // The uint8 byte groups of the block go to its second half, and are split from there into the

@@ -23,8 +23,12 @@ void PackInt16PairsAvx2(const MatrixView& source, int panel_width, int start, in
                         int depth_start, int depth, void* packed, std::int32_t* sums);
 
 // A PackFunction (kernel.h) for int16 values, depth_group 4 and panels of `panel_width` rows, an
-// even number. Row-major sources take AVX2 steps; others go to the portable packer. Only call it
-// on a CPU with AVX2.
+// even number at most 16. Only call it on a CPU with SSE4.1.
+void PackInt16QuadsSse41(const MatrixView& source, int panel_width, int start, int count,
+                         int depth_start, int depth, void* packed, std::int32_t* sums);
+
+// The same layout as PackInt16QuadsSse41, row-major sources in AVX2 steps. Only call it on a CPU
+// with AVX2.
 void PackInt16QuadsAvx2(const MatrixView& source, int panel_width, int start, int count,
                         int depth_start, int depth, void* packed, std::int32_t* sums);
 

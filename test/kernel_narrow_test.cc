@@ -153,8 +153,9 @@ TEST(NarrowKernelTest, PackingMatchesThePortablePacker) {
                                          width * internal::RoundUp(depth, format.depth_group);
                 std::vector<std::uint8_t> expected(size + 1, 77), packed(size + 1, 77);
                 std::vector<std::int32_t> expected_sums(count, 1000), sums(count, 1000);
-                internal::PackPortable(source.view, type, format, width, start, count, depth_start,
-                                       depth, expected.data(), expected_sums.data());
+                internal::PackBytesPortable(source.view, type, format, width, start, count,
+                                            depth_start, depth, expected.data(),
+                                            expected_sums.data());
                 pack(source.view, start, count, depth_start, depth, packed.data(), sums.data());
                 const std::string name = std::string(KernelName(kernel)) +
                                          (lhs_side ? " lhs" : " rhs") + " count " +

@@ -132,8 +132,8 @@ void CheckPackMatchesPortablePacker(const KernelImplementation& kernel) {
     const int width = lhs_side ? format.lhs_rows : format.rhs_cols;
     const auto portable = [&](const MatrixView& source, int start, int count, int depth_start,
                               int depth, void* packed, std::int32_t* sums) {
-      PackPortable(source, PackedType::kInt8, format, width, start, count, depth_start, depth,
-                   packed, sums);
+      PackBytesPortable(source, PackedType::kInt8, format, width, start, count, depth_start, depth,
+                        packed, sums);
     };
     for (Order order : {Order::kRowMajor, Order::kColMajor}) {
       for (Fill fill : kFills) {

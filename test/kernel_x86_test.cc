@@ -90,16 +90,19 @@ void PackPortably(const MatrixView& source, const KernelFormat& format, internal
                   std::int32_t* sums) {
   switch (type) {
     case internal::PackedType::kInt16:
+      internal::PackWithFormat<std::int16_t>(source, format, width, start, count, depth_start,
+                                             depth, packed, sums);
+      return;
     case internal::PackedType::kInt8:
     case internal::PackedType::kUint8:
-      internal::PackPortable(source, type, format, width, start, count, depth_start, depth, packed,
-                             sums);
+      internal::PackBytesPortable(source, type, format, width, start, count, depth_start, depth,
+                                  packed, sums);
       return;
     case internal::PackedType::kNibbles: {
       const std::size_t bytes = PackedBytes(count, width, depth, format, type) / 2;
       std::vector<std::uint8_t> groups(bytes);
-      internal::PackPortable(source, internal::PackedType::kUint8, format, width, start, count,
-                             depth_start, depth, groups.data(), sums);
+      internal::PackBytesPortable(source, internal::PackedType::kUint8, format, width, start, count,
+                                  depth_start, depth, groups.data(), sums);
       for (std::size_t i = 0; i < bytes; ++i) {
         const std::size_t group = i / 4, j = i % 4;
         packed[8 * group + j] = groups[i] & 0x0f;
