@@ -119,13 +119,52 @@ struct QuadTile {
     for (int i = 0; i < kUsedRows; ++i) rows[i].Store(accumulate, acc + i * acc_stride);
   }
 
+  // One or two rows (the last panel of 7 or 8): both halves in one pass, which reads the lhs
+  // and the weights once; 8 accumulators and 4 weight vectors fit the registers.
+  template <int kUsedRows>
+  __attribute__((always_inline)) static void BothHalves(const std::int16_t* lhs,
+                                                        const std::int8_t* rhs, int groups,
+                                                        std::int32_t* acc, int acc_stride,
+                                                        bool accumulate) {
+    const Row zero{_mm256_setzero_si256(), _mm256_setzero_si256()};
+    Row first0 = zero, second0 = zero, first1 = zero, second1 = zero;
+#pragma GCC unroll 2
+    for (int group = 0; group < groups; ++group) {
+      _mm_prefetch(reinterpret_cast<const char*>(rhs + 2048), _MM_HINT_T0);
+      __m256i columns[4];
+      for (int i = 0; i < 4; ++i) {
+        columns[i] =
+            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rhs + 16 * i)));
+      }
+      first0 = MultiplyRow(first0, lhs, columns[0], columns[1]);
+      second0 = MultiplyRow(second0, lhs, columns[2], columns[3]);
+      if (kUsedRows > 1) {
+        first1 = MultiplyRow(first1, lhs + kGroup, columns[0], columns[1]);
+        second1 = MultiplyRow(second1, lhs + kGroup, columns[2], columns[3]);
+      }
+      lhs += kRows * kGroup;
+      rhs += kCols * kGroup;
+    }
+    first0.Store(accumulate, acc);
+    second0.Store(accumulate, acc + kCols / 2);
+    if (kUsedRows > 1) {
+      first1.Store(accumulate, acc + acc_stride);
+      second1.Store(accumulate, acc + acc_stride + kCols / 2);
+    }
+  }
+
   template <int kUsedRows>
   __attribute__((noinline)) static void Rows(const std::int16_t* lhs, const std::int8_t* rhs,
                                              int padded_depth, std::int32_t* acc, int acc_stride,
                                              bool accumulate) {
     const int groups = padded_depth / kGroup;
-    Half<kUsedRows>(lhs, rhs, groups, acc, acc_stride, accumulate);
-    Half<kUsedRows>(lhs, rhs + kCols / 2 * kGroup, groups, acc + kCols / 2, acc_stride, accumulate);
+    if constexpr (kUsedRows <= 2) {
+      BothHalves<kUsedRows>(lhs, rhs, groups, acc, acc_stride, accumulate);
+    } else {
+      Half<kUsedRows>(lhs, rhs, groups, acc, acc_stride, accumulate);
+      Half<kUsedRows>(lhs, rhs + kCols / 2 * kGroup, groups, acc + kCols / 2, acc_stride,
+                      accumulate);
+    }
   }
 
   static void MicroKernel(const void* lhs_panel, const void* rhs_panel, int padded_depth, int rows,
