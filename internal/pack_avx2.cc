@@ -1,8 +1,9 @@
 // AVX2 packing (see pack_x86.h), compiled with -mavx2: int16 depth pairs and, for panels of 3
-// rows or a multiple of 4, byte groups; the whole panels of a source whose rows run along the
-// depth, twice the depth a step that the SSE4.1 packers take. Everything else (a last partial
-// panel, the depth tail, a source whose rows are adjacent) goes to the SSE4.1 packers, which write
-// the same layout.
+// rows or a multiple of 4, byte groups, for the whole panels of a source whose rows run along the
+// depth, twice the depth a step that the SSE4.1 packers take; int16 groups of 4 and nibbles, two
+// rows of such a source at a time. Everything else (a last partial panel where noted, the depth
+// tail, a source whose rows are adjacent) goes to the SSE4.1 packers, which write the same
+// layout.
 #include <immintrin.h>
 
 #include <cstdint>

@@ -1,5 +1,6 @@
-// SSE4.1 packing into int16 depth pairs (see pack_x86.h), compiled with -msse4.1: widens 8-bit
-// sources to int16 and transposes them so that each row's (d, d + 1) pair is one int32 lane.
+// SSE4.1 packing (see pack_x86.h), compiled with -msse4.1: int16 depth pairs, which widen 8-bit
+// sources to int16 and transpose them so that each row's (d, d + 1) pair is one int32 lane; from
+// them, int16 groups of 4; and byte groups, from them nibbles.
 #include <smmintrin.h>
 
 #include <cstdint>

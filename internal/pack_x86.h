@@ -1,8 +1,8 @@
-// The x86 packing routines: int16 values in depth pairs (kernel.h's layout with depth_group 2),
-// which is what pmaddwd / vpmaddwd multiply, and byte groups, whole or split into nibbles, for
-// the pmaddubsw kernels. The SSE4.1
-// routines (pack_sse41.cc) handle every layout; the AVX2 one (pack_avx2.cc) takes the common
-// case twice as wide and hands the rest to them.
+// The x86 packing routines: int16 values in depth pairs or groups of 4 (kernel.h's layout with
+// depth_group 2 or 4), which is what pmaddwd / vpmaddwd multiply, and byte groups, whole or
+// split into nibbles, for the pmaddubsw kernels. The SSE4.1 routines (pack_sse41.cc) handle every
+// layout; the AVX2 ones (pack_avx2.cc) take the common case twice as wide and hand the rest to
+// them.
 #ifndef LOWBIT_INTERNAL_PACK_X86_H_
 #define LOWBIT_INTERNAL_PACK_X86_H_
 
