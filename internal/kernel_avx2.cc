@@ -11,7 +11,6 @@
 #include "internal/kernel_narrow_x86.h"
 #include "internal/kernel_nibbles_x86.h"
 #include "internal/kernel_pairs_x86.h"
-#include "internal/pack.h"
 #include "internal/pack_x86.h"
 
 namespace lowbit {

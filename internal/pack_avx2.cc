@@ -15,8 +15,8 @@ namespace lowbit {
 namespace internal {
 namespace {
 
-constexpr int kStep = 16;  // depth values per row and step: 8 pairs, one register
-constexpr int kNibbleGroupDepth = 4;
+constexpr int kStep = 16;       // depth values per row and step: 8 pairs, one register
+constexpr int kGroupDepth = 4;  // depth values per group of the byte, nibble and quad layouts
 
 // The 8 pairs of depth d .. d + 15 of a row, widened to int16: pairs 0-3 in the low half,
 // 4-7 in the high half.
@@ -353,7 +353,7 @@ void PackNibbleGroupsAvx2(const MatrixView& source, int panel_width, int start, 
   }
   const __m256i delta =
       _mm256_set1_epi8(static_cast<char>(-PackedValueShift(PackedType::kNibbles, source)));
-  const int padded_depth = RoundUp(depth, kNibbleGroupDepth);
+  const int padded_depth = RoundUp(depth, kGroupDepth);
   const int stepped_depth = depth / 32 * 32;
   const auto* data = static_cast<const std::uint8_t*>(source.data);
   for (int first = 0; first < count; first += 2) {
@@ -377,7 +377,7 @@ void PackInt16QuadsAvx2(const MatrixView& source, int panel_width, int start, in
     PackInt16QuadsSse41(source, panel_width, start, count, depth_start, depth, packed, sums);
     return;
   }
-  const int padded_depth = RoundUp(depth, 4);
+  const int padded_depth = RoundUp(depth, kGroupDepth);
   const int stepped_depth = depth / kStep * kStep;
   const auto* data = static_cast<const std::uint8_t*>(source.data);
   for (int panel_start = 0; panel_start < count; panel_start += panel_width) {
@@ -400,18 +400,12 @@ void PackInt16QuadsAvx2(const MatrixView& source, int panel_width, int start, in
         PackTwoRowQuadSteps<false>(row[0], row[1], stepped_depth, panel_width, panel_out + pair * 4,
                                    pair_sums);
       }
-      // The depth tail and its padding, value by value.
-      for (int d = stepped_depth; d < padded_depth; ++d) {
-        for (int r = 0; r < 2; ++r) {
-          std::int16_t value = 0;
-          if (row[r] != nullptr && d < depth) {
-            value = source.type == ElementType::kInt8 ? static_cast<std::int8_t>(row[r][d])
-                                                      : static_cast<std::int16_t>(row[r][d]);
-            pair_sums[r] += value;
-          }
-          panel_out[(d / 4) * panel_width * 4 + (pair + r) * 4 + d % 4] = value;
-        }
-      }
+    }
+    // The depth tail's groups follow the steps' in the panel, as a panel of their own.
+    if (stepped_depth < depth) {
+      PackInt16QuadsSse41(source, panel_width, start + panel_start, rows,
+                          depth_start + stepped_depth, depth - stepped_depth,
+                          panel_out + stepped_depth * panel_width, sums + panel_start);
     }
   }
 }
