@@ -92,16 +92,14 @@ inline void RegisterCases(const std::string& library, const std::string& setting
   }
 }
 
-// Peer benchmark files, linked in only when the peer is installed, add themselves here; main
-// registers lowbit's cases first, then every peer's.
-inline std::vector<void (*)()>& PeerRegistrations() {
+// Benchmark files linked in only where what they measure exists (an installed peer, an ISA's
+// ceiling) add themselves here; main registers lowbit's cases first, then theirs.
+inline std::vector<void (*)()>& Registrations() {
   static std::vector<void (*)()> registrations;
   return registrations;
 }
-struct PeerRegistration {
-  explicit PeerRegistration(void (*register_cases)()) {
-    PeerRegistrations().push_back(register_cases);
-  }
+struct Registration {
+  explicit Registration(void (*register_cases)()) { Registrations().push_back(register_cases); }
 };
 
 }  // namespace lowbit_bench

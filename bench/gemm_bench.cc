@@ -98,7 +98,7 @@ void RegisterLowbit() {
 
 int main(int argc, char** argv) {
   lowbit_bench::RegisterLowbit();
-  for (auto register_peer : lowbit_bench::PeerRegistrations()) register_peer();
+  for (auto register_cases : lowbit_bench::Registrations()) register_cases();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -40,7 +40,7 @@ std::function<void()> SetUpGemmlowp(const Case& c) {
   };
 }
 
-const PeerRegistration registration([] { RegisterCases("gemmlowp", "l8r8", SetUpGemmlowp); });
+const Registration registration([] { RegisterCases("gemmlowp", "l8r8", SetUpGemmlowp); });
 
 }  // namespace
 }  // namespace lowbit_bench

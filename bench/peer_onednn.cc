@@ -56,7 +56,7 @@ std::function<void()> SetUpOnednn(const Case& c) {
   };
 }
 
-const PeerRegistration registration([] { RegisterCases("onednn", "u8s8", SetUpOnednn); });
+const Registration registration([] { RegisterCases("onednn", "u8s8", SetUpOnednn); });
 
 }  // namespace
 }  // namespace lowbit_bench

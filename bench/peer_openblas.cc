@@ -32,7 +32,7 @@ std::function<void()> SetUpSgemm(const Case& c) {
   };
 }
 
-const PeerRegistration registration([] { RegisterCases("openblas", "sgemm", SetUpSgemm); });
+const Registration registration([] { RegisterCases("openblas", "sgemm", SetUpSgemm); });
 
 }  // namespace
 }  // namespace lowbit_bench

@@ -45,9 +45,7 @@ std::function<void()> SetUpXnnpack(const Case& c) {
   return [problem] { Check(xnn_run_operator(problem->op, problem->pool), "xnn_run_operator"); };
 }
 
-const PeerRegistration registration([] {
-  RegisterCases("xnnpack", "qu8_prepacked", SetUpXnnpack);
-});
+const Registration registration([] { RegisterCases("xnnpack", "qu8_prepacked", SetUpXnnpack); });
 
 }  // namespace
 }  // namespace lowbit_bench
