@@ -12,6 +12,7 @@
 #include "internal/kernel.h"
 #include "internal/pack.h"
 #include "public/lowbit.h"
+#include "test/kernel_check.h"
 #include "test/test_util.h"
 
 namespace lowbit {
@@ -174,48 +175,6 @@ TEST(NarrowKernelTest, PackingMatchesThePortablePacker) {
   }
 }
 
-// Packs a full tile's operands with the kernel's packers, runs the micro-kernel for `rows`
-// rows (store, then accumulate) and compares with the 64-bit dot products of the packed
-// (shifted) values, modulo 2^32.
-void CheckTile(const KernelImplementation& kernel, const NarrowMatrix& lhs,
-               const NarrowMatrix& rhs_transposed, int rows, const std::string& name) {
-  const KernelFormat& format = kernel.format;
-  const int depth = lhs.view.cols;
-  const int padded_depth = internal::RoundUp(depth, format.depth_group);
-  std::vector<std::uint8_t> packed_lhs(static_cast<std::size_t>(format.lhs_rows) * padded_depth);
-  std::vector<std::uint8_t> packed_rhs(static_cast<std::size_t>(format.rhs_cols) * padded_depth);
-  std::vector<std::int32_t> lhs_sums(format.lhs_rows), rhs_sums(format.rhs_cols);
-  kernel.pack_lhs(lhs.view, 0, format.lhs_rows, 0, depth, packed_lhs.data(), lhs_sums.data());
-  kernel.pack_rhs(rhs_transposed.view, 0, format.rhs_cols, 0, depth, packed_rhs.data(),
-                  rhs_sums.data());
-  const int lhs_shift = internal::PackedValueShift(format.lhs_type, lhs.view);
-  const int rhs_shift = internal::PackedValueShift(format.rhs_type, rhs_transposed.view);
-  const int acc_stride = format.rhs_cols + 3;
-  constexpr std::int32_t kUntouched = -4242;
-  std::vector<std::int32_t> acc(static_cast<std::size_t>(format.lhs_rows) * acc_stride, kUntouched);
-  for (bool accumulate : {false, true}) {
-    kernel.micro_kernel(packed_lhs.data(), packed_rhs.data(), padded_depth, rows, acc.data(),
-                        acc_stride, accumulate);
-    for (int r = 0; r < format.lhs_rows; ++r) {
-      for (int c = 0; c < acc_stride; ++c) {
-        const std::int32_t entry = acc[static_cast<std::size_t>(r) * acc_stride + c];
-        if (r >= rows || c >= format.rhs_cols) {
-          ASSERT_EQ(entry, kUntouched) << name << ": wrote (" << r << ", " << c << ")";
-          continue;
-        }
-        std::int64_t sum = 0;
-        for (int d = 0; d < depth; ++d) {
-          sum += (lhs.Value(r, d) - lhs_shift) * (rhs_transposed.Value(c, d) - rhs_shift);
-        }
-        const auto expected = static_cast<std::int32_t>(
-            static_cast<std::uint32_t>(static_cast<std::uint64_t>(sum) * (accumulate ? 2 : 1)));
-        ASSERT_EQ(entry, expected) << name << " depth " << depth << " rows " << rows << " (" << r
-                                   << ", " << c << ")" << (accumulate ? " accumulating" : "");
-      }
-    }
-  }
-}
-
 // Worst cases: every value of each operand at one end of its range, for all four pairs of
 // ends (the int16 sums of either kernel design come closest to overflow at one of them), at
 // depths around one run of int16 sums and beyond; then random values.
@@ -253,11 +212,11 @@ TEST(NarrowKernelTest, MicroKernelsAreExactAtTheWorstCaseOfEveryBitDepthPair) {
               const NarrowMatrix rhs_random(format.rhs_cols, depth, Order::kRowMajor, rhs_type,
                                             rhs_bits, uniform);
               for (int rows = 1; rows <= format.lhs_rows; ++rows) {
-                CheckTile(implementation, lhs_low, rhs_low, rows, name + " low x low");
-                CheckTile(implementation, lhs_low, rhs_high, rows, name + " low x high");
-                CheckTile(implementation, lhs_high, rhs_low, rows, name + " high x low");
-                CheckTile(implementation, lhs_high, rhs_high, rows, name + " high x high");
-                CheckTile(implementation, lhs_random, rhs_random, rows, name + " random");
+                CheckMicroKernel(implementation, lhs_low, rhs_low, rows, name + " low x low");
+                CheckMicroKernel(implementation, lhs_low, rhs_high, rows, name + " low x high");
+                CheckMicroKernel(implementation, lhs_high, rhs_low, rows, name + " high x low");
+                CheckMicroKernel(implementation, lhs_high, rhs_high, rows, name + " high x high");
+                CheckMicroKernel(implementation, lhs_random, rhs_random, rows, name + " random");
                 if (HasFatalFailure()) return;
               }
             }

@@ -13,6 +13,7 @@
 #include "internal/kernel.h"
 #include "internal/pack.h"
 #include "public/lowbit.h"
+#include "test/kernel_check.h"
 
 namespace lowbit {
 namespace test {
@@ -190,54 +191,16 @@ std::uint8_t Pseudorandom(int a, int b) {
   return static_cast<std::uint8_t>((a * 2654435761U + b * 40503U) >> 11);
 }
 
-// Packs an lhs_rows x depth lhs and a depth x rhs_cols rhs with the kernel's own packers, runs
-// the micro-kernel on the first `used_rows` rows (store, then accumulate) and compares each of
-// their entries with the 64-bit dot product of the packed (shifted) values taken modulo 2^32;
-// entries beyond them must stay untouched.
-void CheckMicroKernel(const KernelImplementation& implementation, const Operands& operands,
-                      int depth, int used_rows) {
+// The micro-kernel on `operands` (kernel_check.h), for the first `used_rows` rows.
+void CheckMicroKernelOn(const KernelImplementation& implementation, const Operands& operands,
+                        int depth, int used_rows) {
   const KernelFormat& format = implementation.format;
-  const int rows = format.lhs_rows, cols = format.rhs_cols;
-  const SourceMatrix lhs(rows, depth, Order::kRowMajor, operands.lhs_type, 0, operands.lhs);
-  // The rhs is packed through its transpose (cols x depth), as the driver does.
-  const SourceMatrix rhs_transposed(cols, depth, Order::kColMajor, operands.rhs_type, 1,
+  const SourceMatrix lhs(format.lhs_rows, depth, Order::kRowMajor, operands.lhs_type, 0,
+                         operands.lhs);
+  const SourceMatrix rhs_transposed(format.rhs_cols, depth, Order::kColMajor, operands.rhs_type, 1,
                                     [&](int c, int d) { return operands.rhs(d, c); });
-  std::vector<std::uint8_t> packed_lhs(PackedBytes(rows, rows, depth, format, format.lhs_type));
-  std::vector<std::uint8_t> packed_rhs(PackedBytes(cols, cols, depth, format, format.rhs_type));
-  std::vector<std::int32_t> row_sums(rows), col_sums(cols);
-  implementation.pack_lhs(lhs.view, 0, rows, 0, depth, packed_lhs.data(), row_sums.data());
-  implementation.pack_rhs(rhs_transposed.view, 0, cols, 0, depth, packed_rhs.data(),
-                          col_sums.data());
-  const int lhs_shift = internal::PackedValueShift(format.lhs_type, lhs.view);
-  const int rhs_shift = internal::PackedValueShift(format.rhs_type, rhs_transposed.view);
-
-  const int acc_stride = cols + 5;
-  constexpr std::int32_t kSentinel = -12345;
-  std::vector<std::int32_t> acc(static_cast<std::size_t>(rows) * acc_stride, kSentinel);
-  const int padded_depth = internal::RoundUp(depth, format.depth_group);
-  for (bool accumulate : {false, true}) {
-    implementation.micro_kernel(packed_lhs.data(), packed_rhs.data(), padded_depth, used_rows,
-                                acc.data(), acc_stride, accumulate);
-    for (int r = 0; r < rows; ++r) {
-      for (int c = 0; c < acc_stride; ++c) {
-        const std::int32_t entry = acc[static_cast<std::size_t>(r) * acc_stride + c];
-        if (c >= cols || r >= used_rows) {
-          ASSERT_EQ(entry, kSentinel) << "written outside the tile at (" << r << ", " << c << ")";
-          continue;
-        }
-        std::int64_t sum = 0;
-        for (int d = 0; d < depth; ++d) {
-          sum += (lhs.Value(r, d) - lhs_shift) * (rhs_transposed.Value(c, d) - rhs_shift);
-        }
-        const std::uint64_t times = accumulate ? 2 : 1;
-        const auto expected = static_cast<std::int32_t>(
-            static_cast<std::uint32_t>(static_cast<std::uint64_t>(sum) * times));
-        ASSERT_EQ(entry, expected) << KernelName(implementation.kernel) << " " << operands.name
-                                   << " depth " << depth << " entry (" << r << ", " << c << ") of "
-                                   << used_rows << " rows" << (accumulate ? " accumulating" : "");
-      }
-    }
-  }
+  CheckMicroKernel(implementation, lhs, rhs_transposed, used_rows,
+                   std::string(KernelName(implementation.kernel)) + " " + operands.name);
 }
 
 const Operands kOperands[] = {
@@ -255,7 +218,7 @@ TEST(KernelX86Test, MicroKernelMatchesDotProductAtExtremeValues) {
     for (const KernelImplementation* implementation : Implementations(kernel)) {
       for (const Operands& operands : kOperands) {
         for (int depth : {1, 2, 3, 5, 16, 17, 31, 32, 33, 63, 64, 65, 1001}) {
-          CheckMicroKernel(*implementation, operands, depth, implementation->format.lhs_rows);
+          CheckMicroKernelOn(*implementation, operands, depth, implementation->format.lhs_rows);
           if (HasFatalFailure()) return;
         }
       }
@@ -270,7 +233,7 @@ TEST(KernelX86Test, MicroKernelComputesOnlyTheRowsAskedFor) {
       for (int used_rows = 1; used_rows <= implementation->format.lhs_rows; ++used_rows) {
         for (const Operands& operands : kOperands) {
           for (int depth : {1, 17, 1001}) {
-            CheckMicroKernel(*implementation, operands, depth, used_rows);
+            CheckMicroKernelOn(*implementation, operands, depth, used_rows);
             if (HasFatalFailure()) return;
           }
         }
@@ -285,11 +248,11 @@ TEST(KernelX86Test, MicroKernelSumsWrapAtTheInt32Limit) {
   for (Kernel kernel : X86Kernels()) {
     for (const KernelImplementation* implementation : Implementations(kernel)) {
       const int rows = implementation->format.lhs_rows;
-      CheckMicroKernel(*implementation, kOperands[0], 33025, rows);
-      CheckMicroKernel(*implementation, kOperands[0], 66051, rows);
-      CheckMicroKernel(*implementation, kOperands[1], 131072, rows);
-      CheckMicroKernel(*implementation, kOperands[1], 131073, rows);
-      CheckMicroKernel(*implementation, kOperands[2], 131071, rows);
+      CheckMicroKernelOn(*implementation, kOperands[0], 33025, rows);
+      CheckMicroKernelOn(*implementation, kOperands[0], 66051, rows);
+      CheckMicroKernelOn(*implementation, kOperands[1], 131072, rows);
+      CheckMicroKernelOn(*implementation, kOperands[1], 131073, rows);
+      CheckMicroKernelOn(*implementation, kOperands[2], 131071, rows);
       if (HasFatalFailure()) return;
     }
   }

@@ -1,0 +1,76 @@
+// The micro-kernel check shared by the kernel suites (kernel_x86_test, kernel_narrow_test): a
+// tile's operands packed by the kernel's own packers, its sums against the 64-bit reference.
+#ifndef LOWBIT_TEST_KERNEL_CHECK_H_
+#define LOWBIT_TEST_KERNEL_CHECK_H_
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "internal/driver.h"
+#include "internal/kernel.h"
+
+namespace lowbit {
+namespace test {
+
+// Packs `lhs` (lhs_rows x depth) and `rhs_transposed` (rhs_cols x depth: the rhs is packed
+// through its transpose, as the driver does) with the kernel's packers, runs the micro-kernel on
+// the first `used_rows` rows (store, then accumulate) and compares each of their entries with the
+// 64-bit dot product of the packed (shifted) values taken modulo 2^32; entries beyond them must
+// stay untouched. Matrix has `view` (an internal::MatrixView) and Value(row, col), the integer
+// stored there.
+template <typename Matrix>
+void CheckMicroKernel(const internal::KernelImplementation& kernel, const Matrix& lhs,
+                      const Matrix& rhs_transposed, int used_rows, const std::string& name) {
+  const internal::KernelFormat& format = kernel.format;
+  const int rows = format.lhs_rows, cols = format.rhs_cols;
+  ASSERT_EQ(lhs.view.rows, rows) << name;
+  ASSERT_EQ(rhs_transposed.view.rows, cols) << name;
+  const int depth = lhs.view.cols;
+  const int padded_depth = internal::RoundUp(depth, format.depth_group);
+  const auto packed_bytes = [&](int count, internal::PackedType type) {
+    return static_cast<std::size_t>(count) * padded_depth * internal::PackedSize(type);
+  };
+  std::vector<std::uint8_t> packed_lhs(packed_bytes(rows, format.lhs_type));
+  std::vector<std::uint8_t> packed_rhs(packed_bytes(cols, format.rhs_type));
+  std::vector<std::int32_t> row_sums(rows), col_sums(cols);
+  kernel.pack_lhs(lhs.view, 0, rows, 0, depth, packed_lhs.data(), row_sums.data());
+  kernel.pack_rhs(rhs_transposed.view, 0, cols, 0, depth, packed_rhs.data(), col_sums.data());
+  const int lhs_shift = internal::PackedValueShift(format.lhs_type, lhs.view);
+  const int rhs_shift = internal::PackedValueShift(format.rhs_type, rhs_transposed.view);
+
+  const int acc_stride = cols + 5;
+  constexpr std::int32_t kUntouched = -12345;
+  std::vector<std::int32_t> acc(static_cast<std::size_t>(rows) * acc_stride, kUntouched);
+  for (bool accumulate : {false, true}) {
+    kernel.micro_kernel(packed_lhs.data(), packed_rhs.data(), padded_depth, used_rows, acc.data(),
+                        acc_stride, accumulate);
+    for (int r = 0; r < rows; ++r) {
+      for (int c = 0; c < acc_stride; ++c) {
+        const std::int32_t entry = acc[static_cast<std::size_t>(r) * acc_stride + c];
+        if (r >= used_rows || c >= cols) {
+          ASSERT_EQ(entry, kUntouched) << name << ": written outside the " << used_rows
+                                       << " rows at (" << r << ", " << c << ")";
+          continue;
+        }
+        std::int64_t sum = 0;
+        for (int d = 0; d < depth; ++d) {
+          sum += (lhs.Value(r, d) - lhs_shift) * (rhs_transposed.Value(c, d) - rhs_shift);
+        }
+        const std::uint64_t times = accumulate ? 2 : 1;
+        const auto expected = static_cast<std::int32_t>(
+            static_cast<std::uint32_t>(static_cast<std::uint64_t>(sum) * times));
+        ASSERT_EQ(entry, expected)
+            << name << " depth " << depth << " entry (" << r << ", " << c << ") of " << used_rows
+            << " rows" << (accumulate ? " accumulating" : "");
+      }
+    }
+  }
+}
+
+}  // namespace test
+}  // namespace lowbit
+
+#endif  // LOWBIT_TEST_KERNEL_CHECK_H_
