@@ -13,17 +13,17 @@ namespace {
 
 // One depth step of a 6 x 16 tile: 12 products, each added into its own accumulator (ymm0-11),
 // in the order the kernels issue them, through two temporaries (ymm12-13). The operands
-// (ymm14-15) are zero; these instructions take the same time for any value.
-#define LOWBIT_CEILING_PAIR(multiply, add, even, odd)                                     \
-  multiply " %%ymm14, %%ymm15, %%ymm12\n\t" multiply " %%ymm14, %%ymm15, %%ymm13\n\t" add \
-           " %%ymm12, %%ymm" #even ", %%ymm" #even "\n\t" add " %%ymm13, %%ymm" #odd      \
-           ", %%ymm" #odd "\n\t"
-#define LOWBIT_CEILING_LOOP(multiply, add) \
-  "vpxor %%xmm14, %%xmm14, %%xmm14\n\t"                                                   \
-  "vpxor %%xmm15, %%xmm15, %%xmm15\n\t"                                                   \
-  "1:\n\t" LOWBIT_CEILING_PAIR(multiply, add, 0, 1) LOWBIT_CEILING_PAIR(multiply, add, 2, 3) \
-      LOWBIT_CEILING_PAIR(multiply, add, 4, 5) LOWBIT_CEILING_PAIR(multiply, add, 6, 7)        \
-          LOWBIT_CEILING_PAIR(multiply, add, 8, 9) LOWBIT_CEILING_PAIR(multiply, add, 10, 11)  \
+// (ymm14-15) are zero; these instructions take the same time for any value. `product(t)` is
+// the assembly that leaves one product vector in ymm<t>.
+#define LOWBIT_CEILING_PAIR(product, add, even, odd)                             \
+  product(12) product(13) add " %%ymm12, %%ymm" #even ", %%ymm" #even "\n\t" add \
+                              " %%ymm13, %%ymm" #odd ", %%ymm" #odd "\n\t"
+#define LOWBIT_CEILING_LOOP(product, add) \
+  "vpxor %%xmm14, %%xmm14, %%xmm14\n\t"                                                  \
+  "vpxor %%xmm15, %%xmm15, %%xmm15\n\t"                                                  \
+  "1:\n\t" LOWBIT_CEILING_PAIR(product, add, 0, 1) LOWBIT_CEILING_PAIR(product, add, 2, 3) \
+      LOWBIT_CEILING_PAIR(product, add, 4, 5) LOWBIT_CEILING_PAIR(product, add, 6, 7)        \
+          LOWBIT_CEILING_PAIR(product, add, 8, 9) LOWBIT_CEILING_PAIR(product, add, 10, 11)  \
               "dec %0\n\t"                                                                 \
               "jnz 1b\n\t"
 #define LOWBIT_CEILING_CLOBBERS                                                            \
@@ -31,14 +31,30 @@ namespace {
       "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc"
 
 // The exact 8-bit kernel's arithmetic: vpmaddwd (16 multiply-adds) and vpaddd.
+#define LOWBIT_PAIR_PRODUCT(t) "vpmaddwd %%ymm14, %%ymm15, %%ymm" #t "\n\t"
 __attribute__((target("avx2"))) void RunPairSteps(std::int64_t steps) {
-  asm volatile(LOWBIT_CEILING_LOOP("vpmaddwd", "vpaddd") : "+r"(steps) : : LOWBIT_CEILING_CLOBBERS);
+  asm volatile(LOWBIT_CEILING_LOOP(LOWBIT_PAIR_PRODUCT, "vpaddd")
+               : "+r"(steps)
+               :
+               : LOWBIT_CEILING_CLOBBERS);
 }
 
 // The narrow kernels' arithmetic: vpmaddubsw (32 multiply-adds) and vpaddw; their widening
 // every few steps is left out.
+#define LOWBIT_BYTE_PRODUCT(t) "vpmaddubsw %%ymm14, %%ymm15, %%ymm" #t "\n\t"
 __attribute__((target("avx2"))) void RunByteSteps(std::int64_t steps) {
-  asm volatile(LOWBIT_CEILING_LOOP("vpmaddubsw", "vpaddw")
+  asm volatile(LOWBIT_CEILING_LOOP(LOWBIT_BYTE_PRODUCT, "vpaddw")
+               : "+r"(steps)
+               :
+               : LOWBIT_CEILING_CLOBBERS);
+}
+
+// The one-step narrow kernel's (declared 7 x 8 bits): vpmaddubsw, its int16 sums widened at once
+// by vpmaddwd (by ones in the kernel; ymm14 stands in for them), and vpaddd.
+#define LOWBIT_WIDENED_BYTE_PRODUCT(t) \
+  LOWBIT_BYTE_PRODUCT(t) "vpmaddwd %%ymm14, %%ymm" #t ", %%ymm" #t "\n\t"
+__attribute__((target("avx2"))) void RunWidenedByteSteps(std::int64_t steps) {
+  asm volatile(LOWBIT_CEILING_LOOP(LOWBIT_WIDENED_BYTE_PRODUCT, "vpaddd")
                : "+r"(steps)
                :
                : LOWBIT_CEILING_CLOBBERS);
@@ -57,6 +73,7 @@ const Registration registration([] {
   if (!__builtin_cpu_supports("avx2")) return;
   RegisterCeiling("vpmaddwd_vpaddd", 12 * 16, &RunPairSteps);
   RegisterCeiling("vpmaddubsw_vpaddw", 12 * 32, &RunByteSteps);
+  RegisterCeiling("vpmaddubsw_vpmaddwd_vpaddd", 12 * 32, &RunWidenedByteSteps);
 });
 
 }  // namespace
