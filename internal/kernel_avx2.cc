@@ -39,6 +39,11 @@ struct Avx2Isa {
   static Vector AddInt16(Vector a, Vector b) { return _mm256_add_epi16(a, b); }
   static Vector SplatInt16(std::int16_t value) { return _mm256_set1_epi16(value); }
   static Vector WidenPairs(Vector v) { return MultiplyAddPairs(v, SplatInt16(1)); }
+  // The same, by ones read from memory (see OneStepTile).
+  static Vector WidenPairsFromMemory(Vector v) {
+    asm("vpmaddwd %1, %0, %0" : "+x"(v) : "m"(kInt16Ones));
+    return v;
+  }
   static Vector AddInt32(Vector a, Vector b) { return _mm256_add_epi32(a, b); }
   static Vector LoadInt32(const std::int32_t* values) { return Load(values); }
   static void StoreInt32(std::int32_t* values, Vector v) {

@@ -36,6 +36,11 @@ struct Sse41Isa {
   }
   static Vector AddInt16(Vector a, Vector b) { return _mm_add_epi16(a, b); }
   static Vector WidenPairs(Vector v) { return MultiplyAddPairs(v, _mm_set1_epi16(1)); }
+  // The same, by ones read from memory (see OneStepTile); pmaddwd's memory operand must be aligned.
+  static Vector WidenPairsFromMemory(Vector v) {
+    asm("pmaddwd %1, %0" : "+x"(v) : "m"(kInt16Ones));
+    return v;
+  }
   static Vector AddInt32(Vector a, Vector b) { return _mm_add_epi32(a, b); }
   static Vector LoadInt32(const std::int32_t* values) { return Load(values); }
   static void StoreInt32(std::int32_t* values, Vector v) {

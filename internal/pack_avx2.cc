@@ -1,5 +1,5 @@
 // AVX2 packing (see pack_x86.h), compiled with -mavx2: int16 depth pairs and, for panels of 3
-// rows or a multiple of 4, byte groups, for the whole panels of a source whose rows run along the
+// rows or an even number, byte groups, for the whole panels of a source whose rows run along the
 // depth, twice the depth a step that the SSE4.1 packers take; int16 groups of 4 and nibbles, two
 // rows of such a source at a time. Everything else (a last partial panel where noted, the depth
 // tail, a source whose rows are adjacent) goes to the SSE4.1 packers, which write the same
@@ -148,20 +148,52 @@ void PackByteGroups4RowsStep(const std::uint8_t* const row[4], int d, __m256i de
   *row_sums = _mm256_add_epi32(*row_sums, _mm256_madd_epi16(pair_sums, _mm256_set1_epi16(1)));
 }
 
-// The steps of `depth` (a multiple of 32) of one whole panel of `width` rows, a multiple of 4.
+// Two rows (the last two of a 6-row panel): a group is 8 bytes; lanes of `row_sums` hold rows
+// 0, 1, 0, 1 in each half.
+template <PackedType kType>
+void PackByteGroups2RowsStep(const std::uint8_t* const row[2], int d, __m256i delta,
+                             int group_stride, std::uint8_t* out, __m256i* row_sums) {
+  const __m256i row0 =
+      _mm256_add_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[0] + d)), delta);
+  const __m256i row1 =
+      _mm256_add_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[1] + d)), delta);
+  // Groups 0, 1 | 4, 5 and groups 2, 3 | 6, 7.
+  const __m256i groups01 = _mm256_unpacklo_epi32(row0, row1);
+  const __m256i groups23 = _mm256_unpackhi_epi32(row0, row1);
+  StoreGroupPair<8>(groups01, 0, group_stride, out);
+  StoreGroupPair<8>(_mm256_srli_si256(groups01, 8), 1, group_stride, out);
+  StoreGroupPair<8>(groups23, 2, group_stride, out);
+  StoreGroupPair<8>(_mm256_srli_si256(groups23, 8), 3, group_stride, out);
+  const __m256i ones = _mm256_set1_epi8(1);
+  const auto pair_sums = [&](__m256i groups) {
+    return kType == PackedType::kUint8 ? _mm256_maddubs_epi16(groups, ones)
+                                       : _mm256_maddubs_epi16(ones, groups);
+  };
+  *row_sums = _mm256_add_epi32(
+      *row_sums, _mm256_madd_epi16(_mm256_add_epi16(pair_sums(groups01), pair_sums(groups23)),
+                                   _mm256_set1_epi16(1)));
+}
+
+// The steps of `depth` (a multiple of 32) of one whole panel of `width` rows, an even number:
+// four rows at a time, then two.
 template <PackedType kType>
 void PackBytePanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, int width, int depth,
                         __m256i delta, std::uint8_t* out, std::int32_t* sums) {
   const int group_stride = width * 4;
   for (int chunk = 0; chunk < width; chunk += 4) {
-    const std::uint8_t* row[4];
-    for (int r = 0; r < 4; ++r) row[r] = rows_base + (chunk + r) * stride;
+    const bool four_rows = width - chunk >= 4;
+    const std::uint8_t* row[4] = {};
+    for (int r = 0; r < (four_rows ? 4 : 2); ++r) row[r] = rows_base + (chunk + r) * stride;
     __m256i row_sums = _mm256_setzero_si256();
     for (int d = 0; d < depth; d += 32) {
-      PackByteGroups4RowsStep<kType>(row, d, delta, group_stride,
-                                     out + chunk * 4 + (d / 4) * group_stride, &row_sums);
+      std::uint8_t* step_out = out + chunk * 4 + (d / 4) * group_stride;
+      if (four_rows) {
+        PackByteGroups4RowsStep<kType>(row, d, delta, group_stride, step_out, &row_sums);
+      } else {
+        PackByteGroups2RowsStep<kType>(row, d, delta, group_stride, step_out, &row_sums);
+      }
     }
-    AddRowTotals(row_sums, 4, sums + chunk);
+    AddRowTotals(row_sums, four_rows ? 4 : 2, sums + chunk);
   }
 }
 
@@ -339,7 +371,7 @@ void PackByteGroupsAvx2(const MatrixView& source, PackedType type, int panel_wid
     PackByteGroupsSse41(source, type, panel_width, first_row, rows, rest_depth_start, rest_depth,
                         out, rest_sums);
   };
-  PackWholePanelsInSteps(source, panel_width % 4 == 0 || panel_width == 3, panel_width, start,
+  PackWholePanelsInSteps(source, panel_width % 2 == 0 || panel_width == 3, panel_width, start,
                          count, depth_start, depth, 32, 4, static_cast<std::uint8_t*>(packed), sums,
                          steps, rest);
 }

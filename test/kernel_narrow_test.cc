@@ -125,47 +125,52 @@ struct NarrowMatrix {
 };
 
 // The narrow kernels' packers must write exactly what the portable packer writes, with the same
-// sums, for every panel fill, depth tail, storage order, type, bit depth and source offset.
+// sums, for every panel fill, depth tail, storage order, type, bit depth and source offset; for
+// the tiles of several int16 steps (7 x 5 bits) and of one (7 x 8).
 TEST(NarrowKernelTest, PackingMatchesThePortablePacker) {
   std::mt19937 random(3);
   for (Kernel kernel : NarrowKernels()) {
-    const KernelImplementation& implementation = internal::GetKernelImplementation(kernel, 7, 5);
-    const KernelFormat& format = implementation.format;
-    // The NEON kernels' packer is tested by kernel_neon_test.
-    if (format.lhs_type != internal::PackedType::kUint8) continue;
-    for (bool lhs_side : {true, false}) {
-      const int width = lhs_side ? format.lhs_rows : format.rhs_cols;
-      const internal::PackedType type = lhs_side ? format.lhs_type : format.rhs_type;
-      const internal::PackFunction pack =
-          lhs_side ? implementation.pack_lhs : implementation.pack_rhs;
-      for (Order order : {Order::kRowMajor, Order::kColMajor}) {
-        for (ElementType source_type : {ElementType::kUint8, ElementType::kInt8}) {
-          for (int bits : {1, 4, 7, 8}) {
-            for (int count : {1, width - 1, width, width + 1, 2 * width + 3, 37}) {
-              if (count < 1) continue;
-              for (int depth : {1, 3, 4, 5, 15, 16, 17, 33, 64, 67}) {
-                const int start = 2, depth_start = 5;
-                const auto uniform = [&](int, int, int min, int max) {
-                  return std::uniform_int_distribution<int>(min, max)(random);
-                };
-                const NarrowMatrix source(start + count + 1, depth_start + depth + 1, order,
-                                          source_type, bits, uniform);
-                const std::size_t size = static_cast<std::size_t>((count + width - 1) / width) *
-                                         width * internal::RoundUp(depth, format.depth_group);
-                std::vector<std::uint8_t> expected(size + 1, 77), packed(size + 1, 77);
-                std::vector<std::int32_t> expected_sums(count, 1000), sums(count, 1000);
-                internal::PackBytesPortable(source.view, type, format, width, start, count,
-                                            depth_start, depth, expected.data(),
-                                            expected_sums.data());
-                pack(source.view, start, count, depth_start, depth, packed.data(), sums.data());
-                const std::string name = std::string(KernelName(kernel)) +
-                                         (lhs_side ? " lhs" : " rhs") + " count " +
-                                         std::to_string(count) + " depth " + std::to_string(depth) +
-                                         " bits " + std::to_string(bits) +
-                                         (order == Order::kRowMajor ? " row-major" : " col-major") +
-                                         (source_type == ElementType::kInt8 ? " int8" : " uint8");
-                ASSERT_EQ(packed, expected) << name;
-                ASSERT_EQ(sums, expected_sums) << name;
+    for (const KernelImplementation* tile : {&internal::GetKernelImplementation(kernel, 7, 5),
+                                             &internal::GetKernelImplementation(kernel, 7, 8)}) {
+      const KernelImplementation& implementation = *tile;
+      const KernelFormat& format = implementation.format;
+      // The NEON kernels' packer is tested by kernel_neon_test.
+      if (format.lhs_type != internal::PackedType::kUint8) continue;
+      for (bool lhs_side : {true, false}) {
+        const int width = lhs_side ? format.lhs_rows : format.rhs_cols;
+        const internal::PackedType type = lhs_side ? format.lhs_type : format.rhs_type;
+        const internal::PackFunction pack =
+            lhs_side ? implementation.pack_lhs : implementation.pack_rhs;
+        for (Order order : {Order::kRowMajor, Order::kColMajor}) {
+          for (ElementType source_type : {ElementType::kUint8, ElementType::kInt8}) {
+            for (int bits : {1, 4, 7, 8}) {
+              for (int count : {1, width - 1, width, width + 1, 2 * width + 3, 37}) {
+                if (count < 1) continue;
+                for (int depth : {1, 3, 4, 5, 15, 16, 17, 33, 64, 67}) {
+                  const int start = 2, depth_start = 5;
+                  const auto uniform = [&](int, int, int min, int max) {
+                    return std::uniform_int_distribution<int>(min, max)(random);
+                  };
+                  const NarrowMatrix source(start + count + 1, depth_start + depth + 1, order,
+                                            source_type, bits, uniform);
+                  const std::size_t size = static_cast<std::size_t>((count + width - 1) / width) *
+                                           width * internal::RoundUp(depth, format.depth_group);
+                  std::vector<std::uint8_t> expected(size + 1, 77), packed(size + 1, 77);
+                  std::vector<std::int32_t> expected_sums(count, 1000), sums(count, 1000);
+                  internal::PackBytesPortable(source.view, type, format, width, start, count,
+                                              depth_start, depth, expected.data(),
+                                              expected_sums.data());
+                  pack(source.view, start, count, depth_start, depth, packed.data(), sums.data());
+                  const std::string name =
+                      std::string(KernelName(kernel)) + " " + std::to_string(format.lhs_rows) +
+                      "-row tile" + (lhs_side ? " lhs" : " rhs") + " count " +
+                      std::to_string(count) + " depth " + std::to_string(depth) + " bits " +
+                      std::to_string(bits) +
+                      (order == Order::kRowMajor ? " row-major" : " col-major") +
+                      (source_type == ElementType::kInt8 ? " int8" : " uint8");
+                  ASSERT_EQ(packed, expected) << name;
+                  ASSERT_EQ(sums, expected_sums) << name;
+                }
               }
             }
           }
