@@ -95,7 +95,7 @@ struct QuadTile {
   }
 
   // The half of the panel at `rhs` (its first 8 columns' bytes), for the first kUsedRows rows.
-  // Named rows and one store loop, as in PairTile::Rows.
+  // Named rows and one store loop, as in SixRowTile::Rows.
   template <int kUsedRows>
   __attribute__((always_inline)) static void Half(const std::int16_t* lhs, const std::int8_t* rhs,
                                                   int groups, std::int32_t* acc, int acc_stride,

@@ -97,68 +97,30 @@ struct NarrowTile {
 };
 
 // Bit depths whose int16 pair sums allow only one step (7 x 8 and 8 x 7 bits: up to 2 x 127 x
-// 128 = 32512) widen each pmaddubsw result at once, so the tile keeps no int16 sums: 6 rows fit
-// the registers, as in the 8-bit tile (12 int32 accumulators, 2 rhs vectors, a broadcast and a
-// product), and each rhs load serves twice the products of the 3-row tile. On cached panels it
-// ran 10 to 18% faster than NarrowTile with one step.
-constexpr int kOneStepRows = 6;
-
+// 128 = 32512) widen each pmaddubsw result at once, so no int16 sums are kept: the 6-row tile of
+// the 8-bit kernel fits (12 int32 accumulators, 2 rhs vectors, a broadcast and a product), and
+// each rhs load serves twice the products of NarrowTile. On cached panels it ran 10 to 18% faster
+// than NarrowTile with one step. The ones that widen the int16 sums are read from memory: in a
+// register they would take one of the 16 the tile needs, and GCC then spilled an accumulator in
+// the depth loop.
 template <typename Isa>
-struct OneStepTile {
-  using Vector = typename Isa::Vector;
-  using Row = TileRow<Isa>;
-  static constexpr int kCols = 2 * Isa::kInt32Lanes;
-
-  // The ones that widen the int16 sums are read from memory: in a register they would take one
-  // of the 16 this tile needs, and GCC then spilled an accumulator in the depth loop.
-  static Row MultiplyRow(Row sums, const std::uint8_t* lhs_group, Vector rhs_low, Vector rhs_high) {
-    const Vector group = Isa::BroadcastGroup(lhs_group);
-    return {
-        Isa::AddInt32(sums.low, Isa::WidenPairsFromMemory(Isa::MultiplyAddBytes(group, rhs_low))),
-        Isa::AddInt32(sums.high,
-                      Isa::WidenPairsFromMemory(Isa::MultiplyAddBytes(group, rhs_high)))};
-  }
-
-  // The first kUsedRows rows; named rows and one store loop, as in PairTile::Rows.
-  template <int kUsedRows>
-  __attribute__((noinline)) static void Rows(const std::uint8_t* lhs, const std::int8_t* rhs,
-                                             int padded_depth, std::int32_t* acc, int acc_stride,
-                                             bool accumulate) {
-    const Row zero{Isa::Zero(), Isa::Zero()};
-    Row row0 = zero, row1 = zero, row2 = zero, row3 = zero, row4 = zero, row5 = zero;
-#pragma GCC unroll 2
-    for (int group = 0; group < padded_depth / kNarrowGroup; ++group) {
-      const Vector rhs_low = Isa::Load(rhs);
-      const Vector rhs_high = Isa::Load(rhs + kNarrowGroup * Isa::kInt32Lanes);
-      row0 = MultiplyRow(row0, lhs, rhs_low, rhs_high);
-      if (kUsedRows > 1) row1 = MultiplyRow(row1, lhs + kNarrowGroup, rhs_low, rhs_high);
-      if (kUsedRows > 2) row2 = MultiplyRow(row2, lhs + 2 * kNarrowGroup, rhs_low, rhs_high);
-      if (kUsedRows > 3) row3 = MultiplyRow(row3, lhs + 3 * kNarrowGroup, rhs_low, rhs_high);
-      if (kUsedRows > 4) row4 = MultiplyRow(row4, lhs + 4 * kNarrowGroup, rhs_low, rhs_high);
-      if (kUsedRows > 5) row5 = MultiplyRow(row5, lhs + 5 * kNarrowGroup, rhs_low, rhs_high);
-      lhs += kOneStepRows * kNarrowGroup;
-      rhs += kCols * kNarrowGroup;
-    }
-    const Row rows[kOneStepRows] = {row0, row1, row2, row3, row4, row5};
-    for (int i = 0; i < kUsedRows; ++i) rows[i].Store(accumulate, acc + i * acc_stride);
-  }
-
-  static void MicroKernel(const void* lhs_panel, const void* rhs_panel, int padded_depth, int rows,
-                          std::int32_t* acc, int acc_stride, bool accumulate) {
-    const auto* lhs = static_cast<const std::uint8_t*>(lhs_panel);
-    const auto* rhs = static_cast<const std::int8_t*>(rhs_panel);
-    ForRowCount<kOneStepRows>(rows, [&](auto used_rows) {
-      Rows<decltype(used_rows)::value>(lhs, rhs, padded_depth, acc, acc_stride, accumulate);
-    });
+struct OneStepProducts {
+  static constexpr int kDepth = kNarrowGroup;
+  static constexpr PackedType kLhsType = PackedType::kUint8;
+  static constexpr PackedType kRhsType = PackedType::kInt8;
+  static typename Isa::Vector Sums(typename Isa::Vector group, typename Isa::Vector rhs) {
+    return Isa::WidenPairsFromMemory(Isa::MultiplyAddBytes(group, rhs));
   }
 };
+
+template <typename Isa>
+using OneStepTile = SixRowTile<Isa, OneStepProducts<Isa>>;
 
 // The narrow implementations of one ISA, one per int16 step count (NarrowInt16Steps): the
 // one-step tile for one step, NarrowTile for more. All read the same rhs layout.
 template <typename Isa>
 struct NarrowKernels {
-  template <int kRows>
-  static constexpr KernelFormat kFormat{kRows, NarrowTile<Isa>::kCols, kNarrowGroup,
+  static constexpr KernelFormat kFormat{kNarrowRows, NarrowTile<Isa>::kCols, kNarrowGroup,
                                         PackedType::kUint8, PackedType::kInt8};
 
   template <int kRows>
@@ -176,13 +138,13 @@ struct NarrowKernels {
   template <int kSteps>
   static const KernelImplementation& WithSteps() {
     if constexpr (kSteps == 1) {
-      static const KernelImplementation implementation{Isa::kKernel, kFormat<kOneStepRows>,
-                                                       &PackLhs<kOneStepRows>, &PackRhs,
+      static const KernelImplementation implementation{Isa::kKernel, OneStepTile<Isa>::kFormat,
+                                                       &PackLhs<kPairRows>, &PackRhs,
                                                        &OneStepTile<Isa>::MicroKernel};
       return implementation;
     } else {
       static const KernelImplementation implementation{
-          Isa::kKernel, kFormat<kNarrowRows>, &PackLhs<kNarrowRows>, &PackRhs,
+          Isa::kKernel, kFormat, &PackLhs<kNarrowRows>, &PackRhs,
           &NarrowTile<Isa>::template MicroKernel<kSteps>};
       return implementation;
     }
