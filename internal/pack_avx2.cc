@@ -83,19 +83,28 @@ void Pack4RowsStep(const std::uint8_t* const row[4], int d, int group_stride, st
   *row_sums = _mm256_add_epi32(*row_sums, _mm256_madd_epi16(sum4, _mm256_set1_epi16(1)));
 }
 
+// Two rows' dwords interleaved into groups of 8 bytes, dword g of each row into group g, and
+// stored as groups 0-7 `group_stride` elements apart. Returns groups 0, 1 | 4, 5 in `groups01`
+// and groups 2, 3 | 6, 7 in `groups23`, for the row sums.
+template <typename Packed>
+void StoreTwoRowGroups(__m256i row0, __m256i row1, int group_stride, Packed* out, __m256i* groups01,
+                       __m256i* groups23) {
+  *groups01 = _mm256_unpacklo_epi32(row0, row1);
+  *groups23 = _mm256_unpackhi_epi32(row0, row1);
+  StoreGroupPair<8>(*groups01, 0, group_stride, out);
+  StoreGroupPair<8>(_mm256_srli_si256(*groups01, 8), 1, group_stride, out);
+  StoreGroupPair<8>(*groups23, 2, group_stride, out);
+  StoreGroupPair<8>(_mm256_srli_si256(*groups23, 8), 3, group_stride, out);
+}
+
 // Two rows (the last two of a 6-row panel): a group is 8 bytes; lanes of `row_sums` hold rows
 // 0, 1, 0, 1 in each half.
 template <bool kSigned>
 void Pack2RowsStep(const std::uint8_t* const row[2], int d, int group_stride, std::int16_t* out,
                    __m256i* row_sums) {
-  const __m256i row0 = RowPairs<kSigned>(row[0] + d), row1 = RowPairs<kSigned>(row[1] + d);
-  // Groups 0, 1 | 4, 5 and groups 2, 3 | 6, 7.
-  const __m256i groups01 = _mm256_unpacklo_epi32(row0, row1);
-  const __m256i groups23 = _mm256_unpackhi_epi32(row0, row1);
-  StoreGroupPair<8>(groups01, 0, group_stride, out);
-  StoreGroupPair<8>(_mm256_srli_si256(groups01, 8), 1, group_stride, out);
-  StoreGroupPair<8>(groups23, 2, group_stride, out);
-  StoreGroupPair<8>(_mm256_srli_si256(groups23, 8), 3, group_stride, out);
+  __m256i groups01, groups23;
+  StoreTwoRowGroups(RowPairs<kSigned>(row[0] + d), RowPairs<kSigned>(row[1] + d), group_stride, out,
+                    &groups01, &groups23);
   *row_sums = _mm256_add_epi32(
       *row_sums, _mm256_madd_epi16(_mm256_add_epi16(groups01, groups23), _mm256_set1_epi16(1)));
 }
@@ -153,17 +162,11 @@ void PackByteGroups4RowsStep(const std::uint8_t* const row[4], int d, __m256i de
 template <PackedType kType>
 void PackByteGroups2RowsStep(const std::uint8_t* const row[2], int d, __m256i delta,
                              int group_stride, std::uint8_t* out, __m256i* row_sums) {
-  const __m256i row0 =
-      _mm256_add_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[0] + d)), delta);
-  const __m256i row1 =
-      _mm256_add_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[1] + d)), delta);
-  // Groups 0, 1 | 4, 5 and groups 2, 3 | 6, 7.
-  const __m256i groups01 = _mm256_unpacklo_epi32(row0, row1);
-  const __m256i groups23 = _mm256_unpackhi_epi32(row0, row1);
-  StoreGroupPair<8>(groups01, 0, group_stride, out);
-  StoreGroupPair<8>(_mm256_srli_si256(groups01, 8), 1, group_stride, out);
-  StoreGroupPair<8>(groups23, 2, group_stride, out);
-  StoreGroupPair<8>(_mm256_srli_si256(groups23, 8), 3, group_stride, out);
+  const auto load = [&](const std::uint8_t* bytes) {
+    return _mm256_add_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes)), delta);
+  };
+  __m256i groups01, groups23;
+  StoreTwoRowGroups(load(row[0] + d), load(row[1] + d), group_stride, out, &groups01, &groups23);
   const __m256i ones = _mm256_set1_epi8(1);
   const auto pair_sums = [&](__m256i groups) {
     return kType == PackedType::kUint8 ? _mm256_maddubs_epi16(groups, ones)
