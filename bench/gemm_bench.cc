@@ -1,16 +1,19 @@
 // lowbit's GEMM throughput for every available kernel, and every installed peer's on the same
 // cases: lowbit/<kernel>/<M>x<N>x<K>/threads:<t> with the uint8 -> uint8
 // QuantizeDownInt32ByFixedPoint + saturating cast pipeline; and lowbit's narrow settings
-// (lowbit/<kernel>_<setting>/...), requantizing inside the timed call.
+// (lowbit/<kernel>_<setting>/...), requantizing inside the timed call. The run ends with a
+// summary of the medians side by side, with ratios (bench/summary_reporter.h).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "bench/bench_common.h"
+#include "bench/summary_reporter.h"
 #include "public/lowbit.h"
 
 namespace lowbit_bench {
@@ -23,20 +26,38 @@ struct LowbitProblem {
   std::unique_ptr<lowbit::PrepackedRhs> prepacked_rhs;
 };
 
-// A narrow setting: its name in the benchmark and its parameters.
+// A narrow setting: its name in the benchmark, its parameters, and the instruction ceiling
+// (bench/ceiling_x86.cc) of its AVX2 kernel.
 struct BitDepthSetting {
   const char* name;
   lowbit::BitDepthParams params;
+  const char* ceiling;
 };
 
 // The narrow targets: requantized 7 x 5 and 4 x 4 bits, and 7-bit lhs data declared as
 // such against a full 8-bit rhs (exact); the same run's 8-bit cases are the baseline.
 const BitDepthSetting kBitDepthSettings[] = {
-    {"L7R5", {7, 5, lowbit::BitDepthRounding::kAuto, 1, lowbit::BitDepthMode::kRequantize}},
-    {"L4R4", {4, 4, lowbit::BitDepthRounding::kAuto, 1, lowbit::BitDepthMode::kRequantize}},
+    {"L7R5",
+     {7, 5, lowbit::BitDepthRounding::kAuto, 1, lowbit::BitDepthMode::kRequantize},
+     "vpmaddubsw_vpaddw"},
+    {"L4R4",
+     {4, 4, lowbit::BitDepthRounding::kAuto, 1, lowbit::BitDepthMode::kRequantize},
+     "vpmaddubsw_vpaddw"},
     {"declared_L7R8",
-     {7, 8, lowbit::BitDepthRounding::kNearest, 0, lowbit::BitDepthMode::kDeclaredRange}},
+     {7, 8, lowbit::BitDepthRounding::kNearest, 0, lowbit::BitDepthMode::kDeclaredRange},
+     "vpmaddubsw_vpmaddwd_vpaddd"},
 };
+
+// The ceiling each AVX2 case of a single thread is measured against: the 8-bit GEMM's and the
+// narrow settings'. (Prepacked weights go through other tiles, the matrix-vector one a
+// pmaddubsw tile on a memory-bound stream.)
+std::map<std::string, std::string> Avx2Ceilings() {
+  std::map<std::string, std::string> ceilings{{"avx2", "vpmaddwd_vpaddd"}};
+  for (const BitDepthSetting& setting : kBitDepthSettings) {
+    ceilings[std::string("avx2_") + setting.name] = setting.ceiling;
+  }
+  return ceilings;
+}
 
 // With `prepack`, the rhs (the weights) is packed once here, outside the timed calls. With
 // `bit_depth`, the GEMM is narrow; in declared-range mode the lhs is made to fit its bits.
@@ -101,7 +122,12 @@ int main(int argc, char** argv) {
   for (auto register_cases : lowbit_bench::Registrations()) register_cases();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
+  const lowbit::Kernel best = lowbit::Context().ResolvedKernel();
+  lowbit_bench::SummaryReporter reporter(
+      benchmark::CreateDefaultDisplayReporter(), lowbit::KernelName(best),
+      best == lowbit::Kernel::kAvx2 ? lowbit_bench::Avx2Ceilings()
+                                    : std::map<std::string, std::string>{});
+  benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;
 }

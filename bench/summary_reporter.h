@@ -1,0 +1,174 @@
+// After the run, the suite's medians side by side (to stderr, so that --benchmark_format=json
+// output stays valid): every library on each 8-bit case with lowbit's ratio to each peer, each
+// narrow setting against lowbit's 8-bit GEMM, and each lowbit case as a fraction of its
+// instruction ceiling (bench/ceiling_x86.cc) measured in the same run.
+#ifndef LOWBIT_BENCH_SUMMARY_REPORTER_H_
+#define LOWBIT_BENCH_SUMMARY_REPORTER_H_
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace lowbit_bench {
+
+class SummaryReporter : public benchmark::BenchmarkReporter {
+ public:
+  // `display` prints the runs as --benchmark_format asks. `lowbit_kernel` is the kernel whose
+  // cases are compared (the best one on this CPU); `ceilings` maps a lowbit setting to the
+  // ceiling mix it is measured against.
+  SummaryReporter(benchmark::BenchmarkReporter* display, std::string lowbit_kernel,
+                  std::map<std::string, std::string> ceilings)
+      : display_(display), kernel_(std::move(lowbit_kernel)), ceilings_(std::move(ceilings)) {}
+
+  bool ReportContext(const Context& context) override { return display_->ReportContext(context); }
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      const auto gops = run.counters.find("GOPS");
+      if (run.error_occurred || gops == run.counters.end()) continue;
+      Samples& samples = samples_[run.run_name.str()];
+      if (run.run_type == Run::RT_Iteration) {
+        samples.iterations.push_back(gops->second.value);
+      } else if (run.aggregate_name == "median") {
+        samples.median = gops->second.value;
+        samples.has_median = true;
+      }
+    }
+    display_->ReportRuns(runs);
+  }
+
+  void Finalize() override {
+    display_->Finalize();
+    Print();
+  }
+
+ private:
+  struct Samples {
+    std::vector<double> iterations;
+    double median = 0;
+    bool has_median = false;
+  };
+
+  // The case's median GOPS (Google Benchmark's median aggregate, or the median of the
+  // repetitions it passed on), or a negative value if the case did not run.
+  double Median(const std::string& name) const {
+    const auto found = samples_.find(name);
+    if (found == samples_.end()) return -1;
+    if (found->second.has_median) return found->second.median;
+    std::vector<double> values = found->second.iterations;
+    if (values.empty()) return -1;
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+  }
+
+  // Names are <library>/<setting>/<M>x<N>x<K>/threads:<t>: splits off the setting's library and
+  // setting, and the case.
+  static bool Split(const std::string& name, std::string* library, std::string* setting,
+                    std::string* shape) {
+    const std::size_t first = name.find('/');
+    const std::size_t second = first == std::string::npos ? first : name.find('/', first + 1);
+    if (second == std::string::npos) return false;
+    *library = name.substr(0, first);
+    *setting = name.substr(first + 1, second - first - 1);
+    *shape = name.substr(second + 1);
+    return true;
+  }
+
+  // <M>x<N>x<K>/threads:<t> in the order of the suite: by threads, then by work, then by M.
+  static std::tuple<int, double, int> ShapeOrder(const std::string& shape) {
+    int rows = 0, cols = 0, depth = 0, threads = 0;
+    std::sscanf(shape.c_str(), "%dx%dx%d/threads:%d", &rows, &cols, &depth, &threads);
+    return {threads, static_cast<double>(rows) * cols * depth, rows};
+  }
+
+  void Print() const {
+    std::vector<std::string> shapes, peers, narrow;
+    const auto add = [](std::vector<std::string>& list, const std::string& item) {
+      if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
+    };
+    for (const auto& entry : samples_) {
+      std::string library, setting, shape;
+      if (!Split(entry.first, &library, &setting, &shape)) continue;
+      if (library == "lowbit" && setting == kernel_) add(shapes, shape);
+      if (library != "lowbit" && library != "ceiling") add(peers, library + "/" + setting);
+      if (library == "lowbit" && setting.rfind(kernel_ + "_", 0) == 0 &&
+          setting != kernel_ + "_prepacked") {
+        add(narrow, setting);
+      }
+    }
+    std::sort(shapes.begin(), shapes.end(), [](const std::string& a, const std::string& b) {
+      return ShapeOrder(a) < ShapeOrder(b);
+    });
+    std::FILE* out = stderr;
+    std::fprintf(out,
+                 "\nSummary: median GOPS; (x) = lowbit %s's ratio to the peer, prepacked to "
+                 "prepacked; of ceiling = the fraction of the same run's instruction ceiling\n",
+                 kernel_.c_str());
+    std::fprintf(out, "%-26s %10s %10s", "case", kernel_.c_str(), "prepacked");
+    for (const std::string& peer : peers) std::fprintf(out, " %24s", peer.c_str());
+    std::fprintf(out, " %10s\n", "of ceiling");
+    for (const std::string& shape : shapes) {
+      const double plain = Median("lowbit/" + kernel_ + "/" + shape);
+      const double prepacked = Median("lowbit/" + kernel_ + "_prepacked/" + shape);
+      std::fprintf(out, "%-26s %10.1f %10.1f", shape.c_str(), plain, prepacked);
+      for (const std::string& peer : peers) {
+        const double gops = Median(peer + "/" + shape);
+        const double lowbit = peer.find("prepacked") != std::string::npos ? prepacked : plain;
+        if (gops > 0) {
+          std::fprintf(out, " %15.1f (%5.2fx)", gops, lowbit / gops);
+        } else {
+          std::fprintf(out, " %24s", "-");
+        }
+      }
+      PrintFraction(out, kernel_, shape, plain);
+      std::fprintf(out, "\n");
+    }
+    if (narrow.empty()) return;
+    std::fprintf(out, "\n%-26s %-26s %10s %14s %10s\n", "setting", "case", "GOPS",
+                 ("x " + kernel_ + " 8-bit").c_str(), "of ceiling");
+    for (const std::string& setting : narrow) {
+      for (const std::string& shape : shapes) {
+        const double gops = Median("lowbit/" + setting + "/" + shape);
+        if (gops < 0) continue;
+        std::fprintf(out, "%-26s %-26s %10.1f %13.2fx", setting.c_str(), shape.c_str(), gops,
+                     gops / Median("lowbit/" + kernel_ + "/" + shape));
+        PrintFraction(out, setting, shape, gops);
+        std::fprintf(out, "\n");
+      }
+    }
+  }
+
+  // One thread's GOPS as a fraction of the ceiling its setting is measured against, if both ran.
+  void PrintFraction(std::FILE* out, const std::string& setting, const std::string& shape,
+                     double gops) const {
+    const auto mix = ceilings_.find(setting);
+    const bool one_thread = shape.size() >= 10 && shape.substr(shape.size() - 10) == "/threads:1";
+    double ceiling = -1;
+    if (mix != ceilings_.end() && one_thread) {
+      for (const auto& entry : samples_) {
+        if (entry.first.rfind("ceiling/" + mix->second + "/", 0) == 0)
+          ceiling = Median(entry.first);
+      }
+    }
+    if (ceiling > 0 && gops > 0) {
+      std::fprintf(out, " %10.2f", gops / ceiling);
+    } else {
+      std::fprintf(out, " %10s", "-");
+    }
+  }
+
+  benchmark::BenchmarkReporter* display_;
+  std::string kernel_;
+  std::map<std::string, std::string> ceilings_;
+  std::map<std::string, Samples> samples_;
+};
+
+}  // namespace lowbit_bench
+
+#endif  // LOWBIT_BENCH_SUMMARY_REPORTER_H_
