@@ -123,28 +123,34 @@ struct NarrowKernels {
   static constexpr KernelFormat kFormat{kNarrowRows, NarrowTile<Isa>::kCols, kNarrowGroup,
                                         PackedType::kUint8, PackedType::kInt8};
 
+  // Both tiles' lhs are uint8 byte groups; only their panels' rows differ.
   template <int kRows>
   static void PackLhs(const MatrixView& source, int start, int count, int depth_start, int depth,
                       void* packed, std::int32_t* sums) {
-    Isa::kPackByteGroups(source, PackedType::kUint8, kRows, start, count, depth_start, depth,
-                         packed, sums);
+    Isa::kPackByteGroups(source, kFormat.lhs_type, kRows, start, count, depth_start, depth, packed,
+                         sums);
   }
   static void PackRhs(const MatrixView& source, int start, int count, int depth_start, int depth,
                       void* packed, std::int32_t* sums) {
-    Isa::kPackByteGroups(source, PackedType::kInt8, NarrowTile<Isa>::kCols, start, count,
-                         depth_start, depth, packed, sums);
+    Isa::kPackByteGroups(source, kFormat.rhs_type, kFormat.rhs_cols, start, count, depth_start,
+                         depth, packed, sums);
   }
 
   template <int kSteps>
   static const KernelImplementation& WithSteps() {
+    constexpr KernelFormat kOneStepFormat = OneStepTile<Isa>::kFormat;
+    static_assert(kOneStepFormat.rhs_cols == kFormat.rhs_cols &&
+                      kOneStepFormat.depth_group == kFormat.depth_group &&
+                      kOneStepFormat.rhs_type == kFormat.rhs_type,
+                  "the narrow tiles read one rhs layout");
     if constexpr (kSteps == 1) {
-      static const KernelImplementation implementation{Isa::kKernel, OneStepTile<Isa>::kFormat,
-                                                       &PackLhs<kPairRows>, &PackRhs,
+      static const KernelImplementation implementation{Isa::kKernel, kOneStepFormat,
+                                                       &PackLhs<kOneStepFormat.lhs_rows>, &PackRhs,
                                                        &OneStepTile<Isa>::MicroKernel};
       return implementation;
     } else {
       static const KernelImplementation implementation{
-          Isa::kKernel, kFormat, &PackLhs<kNarrowRows>, &PackRhs,
+          Isa::kKernel, kFormat, &PackLhs<kFormat.lhs_rows>, &PackRhs,
           &NarrowTile<Isa>::template MicroKernel<kSteps>};
       return implementation;
     }

@@ -15,14 +15,16 @@
 namespace lowbit {
 namespace internal {
 
-// Why: the int16 tile (kernel_pairs_x86.h) must widen int8 weights to int16 with a shuffle for
-// every vector it reads, and a matrix-vector product uses each weight once: 12 operations per 64
-// products. Here a lhs value v = 16 * high + low becomes two products of a 4-bit and an 8-bit
-// value, added in int16 and widened once per kNibbleSteps groups: 9 operations per 64 products,
-// none of them a shuffle. Alone on 1 MiB of weights, the two loops measured 50 and 79 GOPS
-// while this host was busy, and 96 and 90 while it was quiet. It issues a quarter more
-// multiplies than the int16 tile, so prepacked weights (the same layout) go to the quad tile of
-// kernel_avx2.cc for three lhs rows and more (GetPrepackedRhsKernelImplementation).
+// Why: pmaddwd needs int16 operands, so a tile that multiplies int8 weights with it (the quad
+// tile of kernel_avx2.cc, or the int16 tile on int8 pairs that it replaced) widens them with a
+// shuffle for every vector it reads, and a matrix-vector product uses each weight once: 12
+// operations per 64 products. Here a lhs value v = 16 * high + low becomes two products of a
+// 4-bit and an 8-bit value, added in int16 and widened once per kNibbleSteps groups: 9
+// operations per 64 products, none of them a shuffle. Alone on 1 MiB of weights, the int16
+// tile's one-row loop and this one measured 50 and 79 GOPS while this host was busy, and 96 and
+// 90 while it was quiet. It issues an eighth more multiplies than pmaddwd would (4 pmaddubsw per
+// 64 products, and 4 pmaddwd per 8 steps to widen), so prepacked weights (the same layout) go to
+// the quad tile for three lhs rows and more (GetPrepackedRhsKernelImplementation).
 //
 // Layout (PackedType::kNibbles): a panel of kNibbleRows rows holds, for each group of 4 depth
 // values and each row, the 4 low halves and then the 4 high halves: the byte-group layout of
