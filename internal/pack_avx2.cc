@@ -67,13 +67,15 @@ void AddRowTotals(__m256i row_sums, int rows, std::int32_t* sums) {
   for (int r = 0; r < rows; ++r) sums[r] += row_totals[r];
 }
 
-// Four rows: pairs transposed into groups of the four rows' pairs (one int32 lane per row).
-// `row_sums` gathers each row's values in its lane of both halves.
+// Four rows from `row` on, `stride` apart: pairs transposed into groups of the four rows' pairs
+// (one int32 lane per row). `row_sums` gathers each row's values in its lane of both halves.
 template <bool kSigned>
-void Pack4RowsStep(const std::uint8_t* const row[4], int d, int group_stride, std::int16_t* out,
-                   __m256i* row_sums) {
-  const __m256i rows[4] = {RowPairs<kSigned>(row[0] + d), RowPairs<kSigned>(row[1] + d),
-                           RowPairs<kSigned>(row[2] + d), RowPairs<kSigned>(row[3] + d)};
+__attribute__((always_inline)) inline void Pack4RowsStep(const std::uint8_t* row,
+                                                         std::ptrdiff_t stride, int group_stride,
+                                                         std::int16_t* out, __m256i* row_sums) {
+  const __m256i rows[4] = {RowPairs<kSigned>(row), RowPairs<kSigned>(row + stride),
+                           RowPairs<kSigned>(row + 2 * stride),
+                           RowPairs<kSigned>(row + 3 * stride)};
   __m256i groups[4];
   TransposeFourRows(rows, groups);
   for (int g = 0; g < 4; ++g) StoreGroupPair<16>(groups[g], g, group_stride, out);
@@ -87,8 +89,9 @@ void Pack4RowsStep(const std::uint8_t* const row[4], int d, int group_stride, st
 // stored as groups 0-7 `group_stride` elements apart. Returns groups 0, 1 | 4, 5 in `groups01`
 // and groups 2, 3 | 6, 7 in `groups23`, for the row sums.
 template <typename Packed>
-void StoreTwoRowGroups(__m256i row0, __m256i row1, int group_stride, Packed* out, __m256i* groups01,
-                       __m256i* groups23) {
+__attribute__((always_inline)) inline void StoreTwoRowGroups(__m256i row0, __m256i row1,
+                                                             int group_stride, Packed* out,
+                                                             __m256i* groups01, __m256i* groups23) {
   *groups01 = _mm256_unpacklo_epi32(row0, row1);
   *groups23 = _mm256_unpackhi_epi32(row0, row1);
   StoreGroupPair<8>(*groups01, 0, group_stride, out);
@@ -100,35 +103,14 @@ void StoreTwoRowGroups(__m256i row0, __m256i row1, int group_stride, Packed* out
 // Two rows (the last two of a 6-row panel): a group is 8 bytes; lanes of `row_sums` hold rows
 // 0, 1, 0, 1 in each half.
 template <bool kSigned>
-void Pack2RowsStep(const std::uint8_t* const row[2], int d, int group_stride, std::int16_t* out,
-                   __m256i* row_sums) {
+__attribute__((always_inline)) inline void Pack2RowsStep(const std::uint8_t* row,
+                                                         std::ptrdiff_t stride, int group_stride,
+                                                         std::int16_t* out, __m256i* row_sums) {
   __m256i groups01, groups23;
-  StoreTwoRowGroups(RowPairs<kSigned>(row[0] + d), RowPairs<kSigned>(row[1] + d), group_stride, out,
+  StoreTwoRowGroups(RowPairs<kSigned>(row), RowPairs<kSigned>(row + stride), group_stride, out,
                     &groups01, &groups23);
   *row_sums = _mm256_add_epi32(
       *row_sums, _mm256_madd_epi16(_mm256_add_epi16(groups01, groups23), _mm256_set1_epi16(1)));
-}
-
-// The steps of `depth` (a multiple of kStep) of one whole panel of `width` rows.
-template <bool kSigned>
-void PackPanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, int width, int depth,
-                    std::int16_t* out, std::int32_t* sums) {
-  const int group_stride = width * 2;
-  for (int chunk = 0; chunk < width; chunk += 4) {
-    const bool four_rows = width - chunk >= 4;
-    const std::uint8_t* row[4] = {};
-    for (int r = 0; r < (four_rows ? 4 : 2); ++r) row[r] = rows_base + (chunk + r) * stride;
-    __m256i row_sums = _mm256_setzero_si256();
-    for (int d = 0; d < depth; d += kStep) {
-      std::int16_t* step_out = out + chunk * 2 + (d / 2) * group_stride;
-      if (four_rows) {
-        Pack4RowsStep<kSigned>(row, d, group_stride, step_out, &row_sums);
-      } else {
-        Pack2RowsStep<kSigned>(row, d, group_stride, step_out, &row_sums);
-      }
-    }
-    AddRowTotals(row_sums, four_rows ? 4 : 2, sums + chunk);
-  }
 }
 
 // Byte groups (the narrow kernels' layout, depth_group 4): four rows x 32 depth values a step,
@@ -136,12 +118,15 @@ void PackPanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, int wi
 // turns source bytes into packed values (minus PackedValueShift, modulo 256). Each row's sum
 // gathers in its int32 lane of both halves of `row_sums`.
 template <PackedType kType>
-void PackByteGroups4RowsStep(const std::uint8_t* const row[4], int d, __m256i delta,
-                             int group_stride, std::uint8_t* out, __m256i* row_sums) {
+__attribute__((always_inline)) inline void PackByteGroups4RowsStep(const std::uint8_t* row,
+                                                                   std::ptrdiff_t stride,
+                                                                   __m256i delta, int group_stride,
+                                                                   std::uint8_t* out,
+                                                                   __m256i* row_sums) {
   __m256i rows[4];
   for (int r = 0; r < 4; ++r) {
-    rows[r] =
-        _mm256_add_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[r] + d)), delta);
+    rows[r] = _mm256_add_epi8(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + r * stride)), delta);
   }
   __m256i groups[4];
   TransposeFourRows(rows, groups);
@@ -160,13 +145,16 @@ void PackByteGroups4RowsStep(const std::uint8_t* const row[4], int d, __m256i de
 // Two rows (the last two of a 6-row panel): a group is 8 bytes; lanes of `row_sums` hold rows
 // 0, 1, 0, 1 in each half.
 template <PackedType kType>
-void PackByteGroups2RowsStep(const std::uint8_t* const row[2], int d, __m256i delta,
-                             int group_stride, std::uint8_t* out, __m256i* row_sums) {
+__attribute__((always_inline)) inline void PackByteGroups2RowsStep(const std::uint8_t* row,
+                                                                   std::ptrdiff_t stride,
+                                                                   __m256i delta, int group_stride,
+                                                                   std::uint8_t* out,
+                                                                   __m256i* row_sums) {
   const auto load = [&](const std::uint8_t* bytes) {
     return _mm256_add_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes)), delta);
   };
   __m256i groups01, groups23;
-  StoreTwoRowGroups(load(row[0] + d), load(row[1] + d), group_stride, out, &groups01, &groups23);
+  StoreTwoRowGroups(load(row), load(row + stride), group_stride, out, &groups01, &groups23);
   const __m256i ones = _mm256_set1_epi8(1);
   const auto pair_sums = [&](__m256i groups) {
     return kType == PackedType::kUint8 ? _mm256_maddubs_epi16(groups, ones)
@@ -177,27 +165,72 @@ void PackByteGroups2RowsStep(const std::uint8_t* const row[2], int d, __m256i de
                                    _mm256_set1_epi16(1)));
 }
 
-// The steps of `depth` (a multiple of 32) of one whole panel of `width` rows, an even number:
-// four rows at a time, then two.
-template <PackedType kType>
-void PackBytePanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, int width, int depth,
-                        __m256i delta, std::uint8_t* out, std::int32_t* sums) {
-  const int group_stride = width * 4;
-  for (int chunk = 0; chunk < width; chunk += 4) {
-    const bool four_rows = width - chunk >= 4;
-    const std::uint8_t* row[4] = {};
-    for (int r = 0; r < (four_rows ? 4 : 2); ++r) row[r] = rows_base + (chunk + r) * stride;
-    __m256i row_sums = _mm256_setzero_si256();
-    for (int d = 0; d < depth; d += 32) {
-      std::uint8_t* step_out = out + chunk * 4 + (d / 4) * group_stride;
-      if (four_rows) {
-        PackByteGroups4RowsStep<kType>(row, d, delta, group_stride, step_out, &row_sums);
+// The steps of `depth` (a multiple of `step`) of one whole panel of `width` rows, an even number
+// up to 16, each step 8 groups of `row_group` elements per row: at each step the panel's rows
+// four at a time, then two (`four_rows` and `two_rows`, which take the first row, the source
+// stride, the panel's group stride, where the rows' first group goes and their sums). Step by
+// step across the panel rather than four rows through the whole depth: short depths then loop
+// once per panel, not once per four rows, and a constant width (the callers' panels) makes every
+// store offset a constant.
+template <typename Packed, typename FourRows, typename TwoRows>
+__attribute__((always_inline)) inline void PackPanelInSteps(const std::uint8_t* rows_base,
+                                                            std::ptrdiff_t stride, int width,
+                                                            int depth, int step, int row_group,
+                                                            Packed* out, std::int32_t* sums,
+                                                            FourRows four_rows, TwoRows two_rows) {
+  constexpr int kMaxChunks = 4;
+  const int group_stride = width * row_group;
+  __m256i row_sums[kMaxChunks];
+  for (__m256i& chunk_sums : row_sums) chunk_sums = _mm256_setzero_si256();
+  for (int d = 0; d < depth; d += step, out += 8 * group_stride) {
+    for (int chunk = 0; chunk < width; chunk += 4) {
+      const std::uint8_t* row = rows_base + chunk * stride + d;
+      Packed* chunk_out = out + chunk * row_group;
+      if (width - chunk >= 4) {
+        four_rows(row, stride, group_stride, chunk_out, &row_sums[chunk / 4]);
       } else {
-        PackByteGroups2RowsStep<kType>(row, d, delta, group_stride, step_out, &row_sums);
+        two_rows(row, stride, group_stride, chunk_out, &row_sums[chunk / 4]);
       }
     }
-    AddRowTotals(row_sums, four_rows ? 4 : 2, sums + chunk);
   }
+  for (int chunk = 0; chunk < width; chunk += 4) {
+    AddRowTotals(row_sums[chunk / 4], width - chunk >= 4 ? 4 : 2, sums + chunk);
+  }
+}
+
+// PackPanelInSteps with the width a constant for the kernels' panel widths.
+template <typename Packed, typename FourRows, typename TwoRows>
+void PackPanelOfWidth(const std::uint8_t* rows_base, std::ptrdiff_t stride, int width, int depth,
+                      int step, int row_group, Packed* out, std::int32_t* sums, FourRows four_rows,
+                      TwoRows two_rows) {
+  const auto pack = [&](int constant_width) {
+    PackPanelInSteps(rows_base, stride, constant_width, depth, step, row_group, out, sums,
+                     four_rows, two_rows);
+  };
+  switch (width) {
+    case 6:
+      return pack(6);
+    case 16:
+      return pack(16);
+    default:
+      return pack(width);
+  }
+}
+
+// One whole byte-group panel of `width` rows, an even number, in steps of 32 depth values.
+template <PackedType kType>
+void PackBytePanel(const std::uint8_t* rows_base, std::ptrdiff_t stride, int width, int depth,
+                   __m256i delta, std::uint8_t* out, std::int32_t* sums) {
+  PackPanelOfWidth(
+      rows_base, stride, width, depth, 32, 4, out, sums,
+      [delta](const std::uint8_t* row, std::ptrdiff_t row_stride, int group_stride,
+              std::uint8_t* step_out, __m256i* row_sums) {
+        PackByteGroups4RowsStep<kType>(row, row_stride, delta, group_stride, step_out, row_sums);
+      },
+      [delta](const std::uint8_t* row, std::ptrdiff_t row_stride, int group_stride,
+              std::uint8_t* step_out, __m256i* row_sums) {
+        PackByteGroups2RowsStep<kType>(row, row_stride, delta, group_stride, step_out, row_sums);
+      });
 }
 
 // Three rows (the narrow kernels' lhs panel): the groups of a step are 8 x 12 contiguous bytes,
@@ -362,11 +395,11 @@ void PackByteGroupsAvx2(const MatrixView& source, PackedType type, int panel_wid
                                                       delta, out, panel_sums);
       }
     } else if (type == PackedType::kUint8) {
-      PackBytePanelSteps<PackedType::kUint8>(rows_base, source.stride, panel_width, stepped_depth,
-                                             delta, out, panel_sums);
+      PackBytePanel<PackedType::kUint8>(rows_base, source.stride, panel_width, stepped_depth, delta,
+                                        out, panel_sums);
     } else {
-      PackBytePanelSteps<PackedType::kInt8>(rows_base, source.stride, panel_width, stepped_depth,
-                                            delta, out, panel_sums);
+      PackBytePanel<PackedType::kInt8>(rows_base, source.stride, panel_width, stepped_depth, delta,
+                                       out, panel_sums);
     }
   };
   const auto rest = [&](int first_row, int rows, int rest_depth_start, int rest_depth,
@@ -450,9 +483,15 @@ void PackInt16PairsAvx2(const MatrixView& source, int panel_width, int start, in
   const auto steps = [&](const std::uint8_t* rows_base, int stepped_depth, std::int16_t* out,
                          std::int32_t* panel_sums) {
     if (source.type == ElementType::kInt8) {
-      PackPanelSteps<true>(rows_base, source.stride, panel_width, stepped_depth, out, panel_sums);
+      PackPanelOfWidth(
+          rows_base, source.stride, panel_width, stepped_depth, kStep, 2, out, panel_sums,
+          [](auto... step) { Pack4RowsStep<true>(step...); },
+          [](auto... step) { Pack2RowsStep<true>(step...); });
     } else {
-      PackPanelSteps<false>(rows_base, source.stride, panel_width, stepped_depth, out, panel_sums);
+      PackPanelOfWidth(
+          rows_base, source.stride, panel_width, stepped_depth, kStep, 2, out, panel_sums,
+          [](auto... step) { Pack4RowsStep<false>(step...); },
+          [](auto... step) { Pack2RowsStep<false>(step...); });
     }
   };
   const auto rest = [&](int first_row, int rows, int rest_depth_start, int rest_depth,
