@@ -217,11 +217,12 @@ struct GemmTask {
             static_cast<std::size_t>(depth_start) * format.lhs_rows * PackedSize(format.lhs_type);
         const std::size_t rhs_slice =
             static_cast<std::size_t>(depth_start) * format.rhs_cols * PackedSize(format.rhs_type);
-        for (int j = 0; j < block_cols; j += format.rhs_cols) {
-          const char* rhs_panel = packed_rhs + (j / format.rhs_cols) * rhs_panel_bytes + rhs_slice;
-          for (int i = 0; i < rows; i += format.lhs_rows) {
-            const char* lhs_panel =
-                scratch.packed_lhs + (i / format.lhs_rows) * lhs_panel_bytes + lhs_slice;
+        // Panel pointers step along: an integer division per kernel call costs tens of cycles,
+        // which small GEMMs notice.
+        const char* rhs_panel = packed_rhs + rhs_slice;
+        for (int j = 0; j < block_cols; j += format.rhs_cols, rhs_panel += rhs_panel_bytes) {
+          const char* lhs_panel = scratch.packed_lhs + lhs_slice;
+          for (int i = 0; i < rows; i += format.lhs_rows, lhs_panel += lhs_panel_bytes) {
             kernel.micro_kernel(lhs_panel, rhs_panel, slice_depth,
                                 std::min(format.lhs_rows, rows - i),
                                 scratch.acc + static_cast<std::ptrdiff_t>(i) * acc_stride + j,
