@@ -17,6 +17,8 @@ namespace {
 
 constexpr int kStep = 16;       // depth values per row and step: 8 pairs, one register
 constexpr int kGroupDepth = 4;  // depth values per group of the byte, nibble and quad layouts
+// The widest panel packed in steps (PackPanelInSteps keeps a register of row sums per 4 rows).
+constexpr int kMaxSteppedWidth = 16;
 
 // The 8 pairs of depth d .. d + 15 of a row, widened to int16: pairs 0-3 in the low half,
 // 4-7 in the high half.
@@ -118,11 +120,9 @@ __attribute__((always_inline)) inline void Pack2RowsStep(const std::uint8_t* row
 // turns source bytes into packed values (minus PackedValueShift, modulo 256). Each row's sum
 // gathers in its int32 lane of both halves of `row_sums`.
 template <PackedType kType>
-__attribute__((always_inline)) inline void PackByteGroups4RowsStep(const std::uint8_t* row,
-                                                                   std::ptrdiff_t stride,
-                                                                   __m256i delta, int group_stride,
-                                                                   std::uint8_t* out,
-                                                                   __m256i* row_sums) {
+__attribute__((always_inline)) inline void PackByteGroups4RowsStep(
+    const std::uint8_t* row, std::ptrdiff_t stride, int group_stride, std::uint8_t* out,
+    __m256i* row_sums, __m256i delta) {
   __m256i rows[4];
   for (int r = 0; r < 4; ++r) {
     rows[r] = _mm256_add_epi8(
@@ -145,11 +145,9 @@ __attribute__((always_inline)) inline void PackByteGroups4RowsStep(const std::ui
 // Two rows (the last two of a 6-row panel): a group is 8 bytes; lanes of `row_sums` hold rows
 // 0, 1, 0, 1 in each half.
 template <PackedType kType>
-__attribute__((always_inline)) inline void PackByteGroups2RowsStep(const std::uint8_t* row,
-                                                                   std::ptrdiff_t stride,
-                                                                   __m256i delta, int group_stride,
-                                                                   std::uint8_t* out,
-                                                                   __m256i* row_sums) {
+__attribute__((always_inline)) inline void PackByteGroups2RowsStep(
+    const std::uint8_t* row, std::ptrdiff_t stride, int group_stride, std::uint8_t* out,
+    __m256i* row_sums, __m256i delta) {
   const auto load = [&](const std::uint8_t* bytes) {
     return _mm256_add_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes)), delta);
   };
@@ -178,9 +176,8 @@ __attribute__((always_inline)) inline void PackPanelInSteps(const std::uint8_t* 
                                                             int depth, int step, int row_group,
                                                             Packed* out, std::int32_t* sums,
                                                             FourRows four_rows, TwoRows two_rows) {
-  constexpr int kMaxChunks = 4;
   const int group_stride = width * row_group;
-  __m256i row_sums[kMaxChunks];
+  __m256i row_sums[kMaxSteppedWidth / 4];
   for (__m256i& chunk_sums : row_sums) chunk_sums = _mm256_setzero_si256();
   for (int d = 0; d < depth; d += step, out += 8 * group_stride) {
     for (int chunk = 0; chunk < width; chunk += 4) {
@@ -223,14 +220,8 @@ void PackBytePanel(const std::uint8_t* rows_base, std::ptrdiff_t stride, int wid
                    __m256i delta, std::uint8_t* out, std::int32_t* sums) {
   PackPanelOfWidth(
       rows_base, stride, width, depth, 32, 4, out, sums,
-      [delta](const std::uint8_t* row, std::ptrdiff_t row_stride, int group_stride,
-              std::uint8_t* step_out, __m256i* row_sums) {
-        PackByteGroups4RowsStep<kType>(row, row_stride, delta, group_stride, step_out, row_sums);
-      },
-      [delta](const std::uint8_t* row, std::ptrdiff_t row_stride, int group_stride,
-              std::uint8_t* step_out, __m256i* row_sums) {
-        PackByteGroups2RowsStep<kType>(row, row_stride, delta, group_stride, step_out, row_sums);
-      });
+      [delta](auto... step) { PackByteGroups4RowsStep<kType>(step..., delta); },
+      [delta](auto... step) { PackByteGroups2RowsStep<kType>(step..., delta); });
 }
 
 // Three rows (the narrow kernels' lhs panel): the groups of a step are 8 x 12 contiguous bytes,
@@ -407,9 +398,10 @@ void PackByteGroupsAvx2(const MatrixView& source, PackedType type, int panel_wid
     PackByteGroupsSse41(source, type, panel_width, first_row, rows, rest_depth_start, rest_depth,
                         out, rest_sums);
   };
-  PackWholePanelsInSteps(source, panel_width % 2 == 0 || panel_width == 3, panel_width, start,
-                         count, depth_start, depth, 32, 4, static_cast<std::uint8_t*>(packed), sums,
-                         steps, rest);
+  const bool stepped =
+      (panel_width % 2 == 0 && panel_width <= kMaxSteppedWidth) || panel_width == 3;
+  PackWholePanelsInSteps(source, stepped, panel_width, start, count, depth_start, depth, 32, 4,
+                         static_cast<std::uint8_t*>(packed), sums, steps, rest);
 }
 
 void PackNibbleGroupsAvx2(const MatrixView& source, int panel_width, int start, int count,
@@ -499,8 +491,9 @@ void PackInt16PairsAvx2(const MatrixView& source, int panel_width, int start, in
     PackInt16PairsSse41(source, panel_width, first_row, rows, rest_depth_start, rest_depth, out,
                         rest_sums);
   };
-  PackWholePanelsInSteps(source, true, panel_width, start, count, depth_start, depth, kStep, 2,
-                         static_cast<std::int16_t*>(packed), sums, steps, rest);
+  PackWholePanelsInSteps(source, panel_width <= kMaxSteppedWidth, panel_width, start, count,
+                         depth_start, depth, kStep, 2, static_cast<std::int16_t*>(packed), sums,
+                         steps, rest);
 }
 
 }  // namespace internal
