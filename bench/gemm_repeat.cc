@@ -1,53 +1,69 @@
 // Runs one of gemm_bench's lowbit cases a fixed number of times, for tools that count rather
-// than time: `valgrind --tool=callgrind build/release/bench/gemm_repeat 64 64 64 1000` gives the
-// same instruction counts on every run, which this shared host's timings cannot.
+// than time: `valgrind --tool=callgrind build/release/bench/gemm_repeat avx2 64 64 64 1000` gives
+// the same instruction counts on every run, which this shared host's timings cannot.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <tuple>
 
 #include "bench/bench_common.h"
+#include "bench/lowbit_cases.h"
 #include "public/lowbit.h"
 
-int main(int argc, char** argv) {
-  if (argc < 4 || argc > 6) {
-    std::fprintf(stderr, "usage: %s M N K [iterations=1000] [kernel=avx2|sse41|neon|reference]\n",
-                 argv[0]);
-    return 2;
-  }
-  // M x N x K, as in the case names.
-  const lowbit_bench::Shape shape{std::atoi(argv[1]), std::atoi(argv[2]), std::atoi(argv[3])};
-  const int iterations = argc > 4 ? std::atoi(argv[4]) : 1000;
-  const std::string kernel_name = argc > 5 ? argv[5] : "";
-  if (shape.rows < 1 || shape.depth < 1 || shape.cols < 1 || iterations < 1) {
-    std::fprintf(stderr, "M, N, K and iterations must be positive\n");
-    return 2;
-  }
-  lowbit::Context context;
+namespace {
+
+int Usage(const char* program) {
+  std::fprintf(stderr,
+               "usage: %s SETTING M N K [ITERATIONS=1000]\n"
+               "runs gemm_bench's lowbit/SETTING/MxNxK/threads:1 ITERATIONS times. SETTING is a "
+               "kernel\n(",
+               program);
+  const char* separator = "";
   for (lowbit::Kernel kernel : lowbit::AvailableKernels()) {
-    if (kernel_name == lowbit::KernelName(kernel)) context.set_kernel(kernel);
+    std::fprintf(stderr, "%s%s", separator, lowbit::KernelName(kernel));
+    separator = ", ";
   }
-  if (!kernel_name.empty() && kernel_name != lowbit::KernelName(context.ResolvedKernel())) {
-    std::fprintf(stderr, "kernel %s is not available on this CPU\n", kernel_name.c_str());
-    return 2;
+  std::fprintf(stderr, "), alone, with _prepacked, or with _ and a narrow setting (");
+  separator = "";
+  for (const lowbit_bench::BitDepthSetting& setting : lowbit_bench::kBitDepthSettings) {
+    std::fprintf(stderr, "%s%s", separator, setting.name);
+    separator = ", ";
   }
-  lowbit_bench::Uint8Operands operands(shape);
-  // gemm_bench's layout and pipeline (bench/gemm_bench.cc, SetUpLowbit).
-  const lowbit::MatrixMap<const std::uint8_t> lhs(operands.lhs.data(), shape.rows, shape.depth,
-                                                  lowbit::Order::kRowMajor);
-  const lowbit::MatrixMap<const std::uint8_t> rhs(operands.rhs.data(), shape.depth, shape.cols,
-                                                  lowbit::Order::kColMajor);
-  lowbit::MatrixMap<std::uint8_t> result(operands.result.data(), shape.rows, shape.cols,
-                                         lowbit::Order::kColMajor);
-  const auto pipeline =
-      std::make_tuple(lowbit::OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 15, 128},
-                      lowbit::OutputStageSaturatingCastToUint8{});
-  unsigned checksum = 0;
-  for (int i = 0; i < iterations; ++i) {
-    lowbit::GemmWithOutputPipeline(&context, lhs, rhs, &result, -128, -128, pipeline);
-    checksum += operands.result[i % operands.result.size()];
+  std::fprintf(stderr, ")\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 5 || argc > 6) return Usage(argv[0]);
+  const std::string setting = argv[1];
+  // M x N x K, as in the case names.
+  const lowbit_bench::Shape shape{std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4])};
+  const int iterations = argc > 5 ? std::atoi(argv[5]) : 1000;
+  if (shape.rows < 1 || shape.cols < 1 || shape.depth < 1 || iterations < 1) {
+    std::fprintf(stderr, "M, N, K and ITERATIONS must be positive integers\n");
+    return Usage(argv[0]);
   }
-  std::printf("%d GEMMs %dx%dx%d, kernel %s, checksum %u\n", iterations, shape.rows, shape.cols,
-              shape.depth, lowbit::KernelName(context.ResolvedKernel()), checksum);
+  // The setting names gemm_bench registers: <kernel>, <kernel>_prepacked, <kernel>_<narrow>.
+  std::function<void()> gemm;
+  const lowbit_bench::Case one_thread{shape, 1};
+  for (lowbit::Kernel kernel : lowbit::AvailableKernels()) {
+    const std::string name = lowbit::KernelName(kernel);
+    if (setting == name || setting == name + "_prepacked") {
+      gemm = lowbit_bench::SetUpLowbit(kernel, setting != name, one_thread);
+    }
+    for (const lowbit_bench::BitDepthSetting& narrow : lowbit_bench::kBitDepthSettings) {
+      if (setting == name + "_" + narrow.name) {
+        gemm = lowbit_bench::SetUpLowbit(kernel, false, one_thread, &narrow.params);
+      }
+    }
+  }
+  if (!gemm) {
+    std::fprintf(stderr, "no lowbit setting '%s' on this CPU\n", setting.c_str());
+    return Usage(argv[0]);
+  }
+  for (int i = 0; i < iterations; ++i) gemm();
+  std::printf("ran lowbit/%s/%dx%dx%d/threads:1 %d times\n", setting.c_str(), shape.rows,
+              shape.cols, shape.depth, iterations);
   return 0;
 }
