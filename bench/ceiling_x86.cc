@@ -1,10 +1,17 @@
 // The instruction ceilings that the AVX2 targets are set against, measured in the same run as
-// the GEMMs: ceiling/<mix>/1024x1024x1024/threads:1 executes as many multiply-adds as a 1024^3
+// the GEMMs: ceiling/<mix>/1024x1024x1024/threads:<t> executes as many multiply-adds as a 1024^3
 // GEMM through nothing but a kernel's arithmetic (no loads, packing or output), with the same
-// GOPS counter. This host's speed swings by 10 to 25% within seconds (doc/performance.md), so a
-// GEMM's fraction of the ceiling measured alongside it says more than its GOPS alone.
+// GOPS counter, split over t threads at once. This host's speed swings by 10 to 25% within
+// seconds (doc/performance.md), so a GEMM's fraction of the ceiling measured alongside it says
+// more than its GOPS alone.
+#include <pthreadpool.h>
+
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
+#include <memory>
+#include <vector>
 
 #include "bench/bench_common.h"
 
@@ -60,20 +67,99 @@ __attribute__((target("avx2"))) void RunWidenedByteSteps(std::int64_t steps) {
                : LOWBIT_CEILING_CLOBBERS);
 }
 
-// Registers a mix whose step does `multiply_adds` multiply-adds, for the 1024^3 case.
-void RegisterCeiling(const char* mix, std::int64_t multiply_adds, void (*run)(std::int64_t)) {
-  const Case c{{1024, 1024, 1024}, 1};
-  const std::int64_t total = static_cast<std::int64_t>(c.shape.rows) * c.shape.cols * c.shape.depth;
-  const std::int64_t steps = (total + multiply_adds - 1) / multiply_adds;
-  RegisterCases("ceiling", mix, [steps, run](const Case&) { return [steps, run] { run(steps); }; },
-                {c});
+// The whole step of the 6-row tile (SixRowTile, kernel_pairs_x86.h): a mix above with the loads
+// that feed it, two rhs vectors and a broadcast 4-byte lhs group per row, all from L1 (fixed
+// addresses). What the tile's loop could reach if its panels never missed L1 and the loop cost
+// nothing. `sums(rhs, t)` leaves in ymm<t> the sums of the broadcast group (ymm14) and rhs.
+// clang-format off
+#define LOWBIT_TILE_ROW(sums, offset, even, odd)                \
+  "vpbroadcastd " #offset "(%1), %%ymm14\n\t"                   \
+  sums(12, 15) "vpaddd %%ymm15, %%ymm" #even ", %%ymm" #even "\n\t" \
+  sums(13, 14) "vpaddd %%ymm14, %%ymm" #odd ", %%ymm" #odd "\n\t"
+#define LOWBIT_TILE_STEPS(sums)                                                      \
+  "1:\n\t"                                                                           \
+  "vmovdqu (%1), %%ymm12\n\t"                                                        \
+  "vmovdqu 32(%1), %%ymm13\n\t"                                                      \
+  LOWBIT_TILE_ROW(sums, 0, 0, 1) LOWBIT_TILE_ROW(sums, 4, 2, 3)                      \
+  LOWBIT_TILE_ROW(sums, 8, 4, 5) LOWBIT_TILE_ROW(sums, 12, 6, 7)                     \
+  LOWBIT_TILE_ROW(sums, 16, 8, 9) LOWBIT_TILE_ROW(sums, 20, 10, 11)                  \
+  "dec %0\n\t"                                                                       \
+  "jnz 1b\n\t"
+// The 8-bit tile's: vpmaddwd.
+#define LOWBIT_PAIR_SUMS(rhs, t) "vpmaddwd %%ymm" #rhs ", %%ymm14, %%ymm" #t "\n\t"
+// The one-step tile's (declared 7 x 8 bits): vpmaddubsw, widened by vpmaddwd with its ones as a
+// memory operand (zeros from L1 here).
+#define LOWBIT_ONE_STEP_SUMS(rhs, t)                 \
+  "vpmaddubsw %%ymm" #rhs ", %%ymm14, %%ymm" #t "\n\t" \
+  "vpmaddwd (%1), %%ymm" #t ", %%ymm" #t "\n\t"
+// clang-format on
+alignas(64) const std::uint8_t kTileOperands[64] = {};
+__attribute__((target("avx2"))) void RunPairTileSteps(std::int64_t steps) {
+  asm volatile(LOWBIT_TILE_STEPS(LOWBIT_PAIR_SUMS)
+               : "+r"(steps)
+               : "r"(kTileOperands)
+               : LOWBIT_CEILING_CLOBBERS);
+}
+__attribute__((target("avx2"))) void RunOneStepTileSteps(std::int64_t steps) {
+  asm volatile(LOWBIT_TILE_STEPS(LOWBIT_ONE_STEP_SUMS)
+               : "+r"(steps)
+               : "r"(kTileOperands)
+               : LOWBIT_CEILING_CLOBBERS);
+}
+
+// Runs `run` for `steps` steps in `threads` equal parts at once, on a pool made once per case.
+class Split {
+ public:
+  Split(void (*run)(std::int64_t), std::int64_t steps, int threads)
+      : run_(run), part_(steps / threads), threads_(threads), pool_(pthreadpool_create(threads)) {}
+
+  void operator()() {
+    pthreadpool_parallelize_1d(
+        pool_.get(),
+        [](void* split, std::size_t) {
+          const auto* self = static_cast<const Split*>(split);
+          self->run_(self->part_);
+        },
+        this, threads_, PTHREADPOOL_FLAG_DISABLE_DENORMALS);
+  }
+
+ private:
+  struct Destroy {
+    void operator()(pthreadpool_t pool) const { pthreadpool_destroy(pool); }
+  };
+  void (*run_)(std::int64_t);
+  std::int64_t part_;
+  int threads_;
+  std::unique_ptr<pthreadpool, Destroy> pool_;
+};
+
+// Registers a mix whose step does `multiply_adds` multiply-adds, for the 1024^3 case on
+// each of `thread_counts`.
+void RegisterCeiling(const char* mix, std::int64_t multiply_adds, void (*run)(std::int64_t),
+                     std::initializer_list<int> thread_counts = {1}) {
+  std::vector<Case> cases;
+  for (int threads : thread_counts) cases.push_back({{1024, 1024, 1024}, threads});
+  RegisterCases(
+      "ceiling", mix,
+      [multiply_adds, run](const Case& c) -> std::function<void()> {
+        const std::int64_t total =
+            static_cast<std::int64_t>(c.shape.rows) * c.shape.cols * c.shape.depth;
+        const std::int64_t steps = (total + multiply_adds - 1) / multiply_adds;
+        if (c.threads == 1) return [steps, run] { run(steps); };
+        return [split = std::make_shared<Split>(run, steps, c.threads)] { (*split)(); };
+      },
+      cases);
 }
 
 const Registration registration([] {
   if (!__builtin_cpu_supports("avx2")) return;
-  RegisterCeiling("vpmaddwd_vpaddd", 12 * 16, &RunPairSteps);
+  // The 8-bit ones on two threads too: what the two cores of this host give the GEMM's
+  // arithmetic together, for its two-thread target.
+  RegisterCeiling("vpmaddwd_vpaddd", 12 * 16, &RunPairSteps, {1, 2});
+  RegisterCeiling("pair_tile_step", 12 * 16, &RunPairTileSteps, {1, 2});
   RegisterCeiling("vpmaddubsw_vpaddw", 12 * 32, &RunByteSteps);
   RegisterCeiling("vpmaddubsw_vpmaddwd_vpaddd", 12 * 32, &RunWidenedByteSteps);
+  RegisterCeiling("one_step_tile_step", 12 * 32, &RunOneStepTileSteps);
 });
 
 }  // namespace

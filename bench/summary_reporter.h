@@ -1,7 +1,8 @@
 // After the run, the suite's medians side by side (to stderr, so that --benchmark_format=json
 // output stays valid): every library on each 8-bit case with lowbit's ratio to each peer, each
-// narrow setting against lowbit's 8-bit GEMM, and each lowbit case as a fraction of its
-// instruction ceiling (bench/ceiling_x86.cc) measured in the same run.
+// narrow setting against lowbit's 8-bit GEMM, each lowbit case as a fraction of its instruction
+// ceiling (bench/ceiling_x86.cc) measured in the same run, and two threads' speedup over one
+// beside the ceilings'.
 #ifndef LOWBIT_BENCH_SUMMARY_REPORTER_H_
 #define LOWBIT_BENCH_SUMMARY_REPORTER_H_
 
@@ -129,6 +130,7 @@ class SummaryReporter : public benchmark::BenchmarkReporter {
       PrintFraction(out, kernel_, shape, plain);
       std::fprintf(out, "\n");
     }
+    PrintScaling(out);
     if (narrow.empty()) return;
     std::fprintf(out, "\n%-26s %-26s %10s %14s %10s\n", "setting", "case", "GOPS",
                  ("x " + kernel_ + " 8-bit").c_str(), "of ceiling");
@@ -144,23 +146,43 @@ class SummaryReporter : public benchmark::BenchmarkReporter {
     }
   }
 
-  // One thread's GOPS as a fraction of the ceiling its setting is measured against, if both ran.
+  // The case's GOPS as a fraction of the ceiling its setting is measured against, on as many
+  // threads (ceilings run the 1024^3 case's work), if both ran.
   void PrintFraction(std::FILE* out, const std::string& setting, const std::string& shape,
                      double gops) const {
     const auto mix = ceilings_.find(setting);
-    const bool one_thread = shape.size() >= 10 && shape.substr(shape.size() - 10) == "/threads:1";
+    const std::size_t threads = shape.find("/threads:");
     double ceiling = -1;
-    if (mix != ceilings_.end() && one_thread) {
-      for (const auto& entry : samples_) {
-        if (entry.first.rfind("ceiling/" + mix->second + "/", 0) == 0)
-          ceiling = Median(entry.first);
-      }
+    if (mix != ceilings_.end() && threads != std::string::npos) {
+      ceiling = Median("ceiling/" + mix->second + "/1024x1024x1024" + shape.substr(threads));
     }
     if (ceiling > 0 && gops > 0) {
       std::fprintf(out, " %10.2f", gops / ceiling);
     } else {
       std::fprintf(out, " %10s", "-");
     }
+  }
+
+  // Two threads over one at 1024^3, for lowbit and for each ceiling measured on both: what the
+  // GEMM's scaling is, beside what the host's two cores give bare arithmetic in the same run.
+  void PrintScaling(std::FILE* out) const {
+    const std::string shape = "/1024x1024x1024/threads:";
+    std::vector<std::string> settings = {"lowbit/" + kernel_, "lowbit/" + kernel_ + "_prepacked"};
+    for (const auto& entry : samples_) {
+      const std::size_t end = entry.first.find(shape + "2");
+      if (entry.first.rfind("ceiling/", 0) == 0 && end != std::string::npos) {
+        settings.push_back(entry.first.substr(0, end));
+      }
+    }
+    std::string line;
+    for (const std::string& setting : settings) {
+      const double one = Median(setting + shape + "1"), two = Median(setting + shape + "2");
+      if (one <= 0 || two <= 0) continue;
+      char ratio[128];
+      std::snprintf(ratio, sizeof(ratio), "  %s %.2fx", setting.c_str(), two / one);
+      line += ratio;
+    }
+    if (!line.empty()) std::fprintf(out, "\nTwo threads over one, 1024^3:%s\n", line.c_str());
   }
 
   benchmark::BenchmarkReporter* display_;
