@@ -20,13 +20,17 @@
 namespace lowbit_bench {
 namespace {
 
-// The ceiling each AVX2 case of a single thread is measured against: the 8-bit GEMM's and the
-// narrow settings'. (Prepacked weights go through other tiles, the matrix-vector one a
-// pmaddubsw tile on a memory-bound stream.)
-std::map<std::string, std::string> Avx2Ceilings() {
-  std::map<std::string, std::string> ceilings{{"avx2", "vpmaddwd_vpaddd"}};
+// The ceilings each AVX2 case is measured against: the 8-bit GEMM's and the narrow settings'
+// arithmetic, and their tiles' whole steps where there is one. (Prepacked weights go through
+// other tiles, the matrix-vector one a pmaddubsw tile on a memory-bound stream.)
+lowbit_bench::SummaryReporter::Ceilings Avx2Ceilings() {
+  lowbit_bench::SummaryReporter::Ceilings ceilings;
+  ceilings.arithmetic["avx2"] = "vpmaddwd_vpaddd";
+  ceilings.tile_step["avx2"] = "pair_tile_step";
   for (const BitDepthSetting& setting : kBitDepthSettings) {
-    ceilings[std::string("avx2_") + setting.name] = setting.ceiling;
+    const std::string name = std::string("avx2_") + setting.name;
+    ceilings.arithmetic[name] = setting.ceiling;
+    if (setting.tile_step != nullptr) ceilings.tile_step[name] = setting.tile_step;
   }
   return ceilings;
 }
@@ -60,7 +64,7 @@ int main(int argc, char** argv) {
   lowbit_bench::SummaryReporter reporter(
       benchmark::CreateDefaultDisplayReporter(), lowbit::KernelName(best),
       best == lowbit::Kernel::kAvx2 ? lowbit_bench::Avx2Ceilings()
-                                    : std::map<std::string, std::string>{});
+                                    : lowbit_bench::SummaryReporter::Ceilings{});
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;

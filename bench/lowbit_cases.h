@@ -22,11 +22,13 @@ struct LowbitProblem {
 };
 
 // A narrow setting: its name in the benchmark, its parameters, and the instruction ceiling
-// (bench/ceiling_x86.cc) of its AVX2 kernel.
+// (bench/ceiling_x86.cc) of its AVX2 kernel's arithmetic and, if there is one, of its tile's
+// whole step.
 struct BitDepthSetting {
   const char* name;
   lowbit::BitDepthParams params;
   const char* ceiling;
+  const char* tile_step;
 };
 
 // The narrow targets: requantized 7 x 5 and 4 x 4 bits, and 7-bit lhs data declared as
@@ -34,13 +36,16 @@ struct BitDepthSetting {
 inline const BitDepthSetting kBitDepthSettings[] = {
     {"L7R5",
      {7, 5, lowbit::BitDepthRounding::kAuto, 1, lowbit::BitDepthMode::kRequantize},
-     "vpmaddubsw_vpaddw"},
+     "vpmaddubsw_vpaddw",
+     nullptr},
     {"L4R4",
      {4, 4, lowbit::BitDepthRounding::kAuto, 1, lowbit::BitDepthMode::kRequantize},
-     "vpmaddubsw_vpaddw"},
+     "vpmaddubsw_vpaddw",
+     nullptr},
     {"declared_L7R8",
      {7, 8, lowbit::BitDepthRounding::kNearest, 0, lowbit::BitDepthMode::kDeclaredRange},
-     "vpmaddubsw_vpmaddwd_vpaddd"},
+     "vpmaddubsw_vpmaddwd_vpaddd",
+     "one_step_tile_step"},
 };
 
 // With `prepack`, the rhs (the weights) is packed once here, outside the timed calls. With

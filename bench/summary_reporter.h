@@ -20,11 +20,17 @@ namespace lowbit_bench {
 
 class SummaryReporter : public benchmark::BenchmarkReporter {
  public:
+  // The ceilings (bench/ceiling_x86.cc) a lowbit setting is measured against, by name: the bare
+  // arithmetic of its kernel, and its tile's whole step.
+  struct Ceilings {
+    std::map<std::string, std::string> arithmetic;
+    std::map<std::string, std::string> tile_step;
+  };
+
   // `display` prints the runs as --benchmark_format asks. `lowbit_kernel` is the kernel whose
-  // cases are compared (the best one on this CPU); `ceilings` maps a lowbit setting to the
-  // ceiling mix it is measured against.
+  // cases are compared (the best one on this CPU).
   SummaryReporter(benchmark::BenchmarkReporter* display, std::string lowbit_kernel,
-                  std::map<std::string, std::string> ceilings)
+                  Ceilings ceilings)
       : display_(display), kernel_(std::move(lowbit_kernel)), ceilings_(std::move(ceilings)) {}
 
   bool ReportContext(const Context& context) override { return display_->ReportContext(context); }
@@ -109,11 +115,12 @@ class SummaryReporter : public benchmark::BenchmarkReporter {
     std::FILE* out = stderr;
     std::fprintf(out,
                  "\nSummary: median GOPS; (x) = lowbit %s's ratio to the peer, prepacked to "
-                 "prepacked; of ceiling = the fraction of the same run's instruction ceiling\n",
+                 "prepacked; of ceiling, of step = the fraction of the same run's instruction "
+                 "ceiling and of its tile's bare step\n",
                  kernel_.c_str());
     std::fprintf(out, "%-26s %10s %10s", "case", kernel_.c_str(), "prepacked");
     for (const std::string& peer : peers) std::fprintf(out, " %24s", peer.c_str());
-    std::fprintf(out, " %10s\n", "of ceiling");
+    std::fprintf(out, " %10s %8s\n", "of ceiling", "of step");
     for (const std::string& shape : shapes) {
       const double plain = Median("lowbit/" + kernel_ + "/" + shape);
       const double prepacked = Median("lowbit/" + kernel_ + "_prepacked/" + shape);
@@ -127,40 +134,46 @@ class SummaryReporter : public benchmark::BenchmarkReporter {
           std::fprintf(out, " %24s", "-");
         }
       }
-      PrintFraction(out, kernel_, shape, plain);
+      PrintFractions(out, kernel_, shape, plain);
       std::fprintf(out, "\n");
     }
     PrintScaling(out);
     if (narrow.empty()) return;
-    std::fprintf(out, "\n%-26s %-26s %10s %14s %10s\n", "setting", "case", "GOPS",
-                 ("x " + kernel_ + " 8-bit").c_str(), "of ceiling");
+    std::fprintf(out, "\n%-26s %-26s %10s %14s %10s %8s\n", "setting", "case", "GOPS",
+                 ("x " + kernel_ + " 8-bit").c_str(), "of ceiling", "of step");
     for (const std::string& setting : narrow) {
       for (const std::string& shape : shapes) {
         const double gops = Median("lowbit/" + setting + "/" + shape);
         if (gops < 0) continue;
         std::fprintf(out, "%-26s %-26s %10.1f %13.2fx", setting.c_str(), shape.c_str(), gops,
                      gops / Median("lowbit/" + kernel_ + "/" + shape));
-        PrintFraction(out, setting, shape, gops);
+        PrintFractions(out, setting, shape, gops);
         std::fprintf(out, "\n");
       }
     }
   }
 
-  // The case's GOPS as a fraction of the ceiling its setting is measured against, on as many
-  // threads (ceilings run the 1024^3 case's work), if both ran.
-  void PrintFraction(std::FILE* out, const std::string& setting, const std::string& shape,
-                     double gops) const {
-    const auto mix = ceilings_.find(setting);
+  // The case's GOPS as a fraction of each ceiling its setting is measured against, on as many
+  // threads (ceilings run the 1024^3 case's work), where both ran.
+  void PrintFractions(std::FILE* out, const std::string& setting, const std::string& shape,
+                      double gops) const {
     const std::size_t threads = shape.find("/threads:");
-    double ceiling = -1;
-    if (mix != ceilings_.end() && threads != std::string::npos) {
-      ceiling = Median("ceiling/" + mix->second + "/1024x1024x1024" + shape.substr(threads));
-    }
-    if (ceiling > 0 && gops > 0) {
-      std::fprintf(out, " %10.2f", gops / ceiling);
-    } else {
-      std::fprintf(out, " %10s", "-");
-    }
+    const auto fraction = [&](const std::map<std::string, std::string>& names) {
+      const auto name = names.find(setting);
+      if (name == names.end() || threads == std::string::npos || gops <= 0) return -1.0;
+      const double ceiling =
+          Median("ceiling/" + name->second + "/1024x1024x1024" + shape.substr(threads));
+      return ceiling > 0 ? gops / ceiling : -1.0;
+    };
+    const auto print = [out](int width, double value) {
+      if (value > 0) {
+        std::fprintf(out, " %*.2f", width, value);
+      } else {
+        std::fprintf(out, " %*s", width, "-");
+      }
+    };
+    print(10, fraction(ceilings_.arithmetic));
+    print(8, fraction(ceilings_.tile_step));
   }
 
   // Two threads over one at 1024^3, for lowbit and for each ceiling measured on both: what the
@@ -187,7 +200,7 @@ class SummaryReporter : public benchmark::BenchmarkReporter {
 
   benchmark::BenchmarkReporter* display_;
   std::string kernel_;
-  std::map<std::string, std::string> ceilings_;
+  Ceilings ceilings_;
   std::map<std::string, Samples> samples_;
 };
 
