@@ -120,7 +120,7 @@ class Split {
           const auto* self = static_cast<const Split*>(split);
           self->run_(self->part_);
         },
-        this, threads_, PTHREADPOOL_FLAG_DISABLE_DENORMALS);
+        this, threads_, 0);
   }
 
  private:
