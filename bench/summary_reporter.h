@@ -1,8 +1,8 @@
 // After the run, the suite's medians side by side (to stderr, so that --benchmark_format=json
 // output stays valid): every library on each 8-bit case with lowbit's ratio to each peer, each
 // narrow setting against lowbit's 8-bit GEMM, each lowbit case as a fraction of its instruction
-// ceiling (bench/ceiling_x86.cc) measured in the same run, and two threads' speedup over one
-// beside the ceilings'.
+// ceiling and of its tile's bare step (bench/ceiling_x86.cc) measured in the same run, and two
+// threads' speedup over one beside the ceilings'.
 #ifndef LOWBIT_BENCH_SUMMARY_REPORTER_H_
 #define LOWBIT_BENCH_SUMMARY_REPORTER_H_
 
