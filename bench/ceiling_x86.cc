@@ -107,6 +107,49 @@ __attribute__((target("avx2"))) void RunOneStepTileSteps(std::int64_t steps) {
                : LOWBIT_CEILING_CLOBBERS);
 }
 
+// The 3-row narrow tile's (NarrowTile, kernel_narrow_x86.h) whole step, and its widening: each
+// step broadcasts 3 lhs groups against 2 rhs vectors (vpmaddubsw) into int16 sums (ymm0-5,
+// vpaddw); every kSteps steps, vpmaddwd by ones (zeros from L1 here) widens them into the int32
+// sums (ymm6-11), and they start again from zero. L7R5 widens every 8 steps, L4R4 every 128.
+// clang-format off
+#define LOWBIT_NARROW_ROW(offset, even, odd)                    \
+  "vpbroadcastd " #offset "(%1), %%ymm14\n\t"                   \
+  "vpmaddubsw %%ymm12, %%ymm14, %%ymm15\n\t"                    \
+  "vpaddw %%ymm15, %%ymm" #even ", %%ymm" #even "\n\t"            \
+  "vpmaddubsw %%ymm13, %%ymm14, %%ymm14\n\t"                    \
+  "vpaddw %%ymm14, %%ymm" #odd ", %%ymm" #odd "\n\t"
+#define LOWBIT_NARROW_STEP                                      \
+  "vmovdqu (%1), %%ymm12\n\t"                                   \
+  "vmovdqu 32(%1), %%ymm13\n\t"                                 \
+  LOWBIT_NARROW_ROW(0, 0, 1) LOWBIT_NARROW_ROW(4, 2, 3) LOWBIT_NARROW_ROW(8, 4, 5)
+#define LOWBIT_NARROW_WIDEN(narrow, wide)                       \
+  "vpmaddwd %%ymm12, %%ymm" #narrow ", %%ymm15\n\t"              \
+  "vpaddd %%ymm15, %%ymm" #wide ", %%ymm" #wide "\n\t"            \
+  "vpxor %%xmm" #narrow ", %%xmm" #narrow ", %%xmm" #narrow "\n\t"
+// clang-format on
+template <int kSteps>
+__attribute__((target("avx2"))) void RunNarrowTileSteps(std::int64_t steps) {
+  static_assert(kSteps % 8 == 0, "the inner loop runs 8 steps");
+  std::int64_t widenings = steps / kSteps > 0 ? steps / kSteps : 1;
+  // clang-format off
+  asm volatile("1:\n\t"
+               "mov %2, %%rcx\n\t"
+               "2:\n\t"
+               LOWBIT_NARROW_STEP LOWBIT_NARROW_STEP LOWBIT_NARROW_STEP LOWBIT_NARROW_STEP
+               LOWBIT_NARROW_STEP LOWBIT_NARROW_STEP LOWBIT_NARROW_STEP LOWBIT_NARROW_STEP
+               "dec %%rcx\n\t"
+               "jnz 2b\n\t"
+               "vmovdqu (%1), %%ymm12\n\t"
+               LOWBIT_NARROW_WIDEN(0, 6) LOWBIT_NARROW_WIDEN(1, 7) LOWBIT_NARROW_WIDEN(2, 8)
+               LOWBIT_NARROW_WIDEN(3, 9) LOWBIT_NARROW_WIDEN(4, 10) LOWBIT_NARROW_WIDEN(5, 11)
+               "dec %0\n\t"
+               "jnz 1b\n\t"
+               : "+r"(widenings)
+               : "r"(kTileOperands), "r"(std::int64_t{kSteps / 8})
+               : LOWBIT_CEILING_CLOBBERS, "rcx");
+  // clang-format on
+}
+
 // Runs `run` for `steps` steps in `threads` equal parts at once, on a pool made once per case.
 class Split {
  public:
@@ -158,6 +201,8 @@ const Registration registration([] {
   RegisterCeiling("vpmaddwd_vpaddd", 12 * 16, &RunPairSteps, {1, 2});
   RegisterCeiling("pair_tile_step", 12 * 16, &RunPairTileSteps, {1, 2});
   RegisterCeiling("vpmaddubsw_vpaddw", 12 * 32, &RunByteSteps);
+  RegisterCeiling("narrow_tile_step_k8", 6 * 32, &RunNarrowTileSteps<8>);
+  RegisterCeiling("narrow_tile_step_k128", 6 * 32, &RunNarrowTileSteps<128>);
   RegisterCeiling("vpmaddubsw_vpmaddwd_vpaddd", 12 * 32, &RunWidenedByteSteps);
   RegisterCeiling("one_step_tile_step", 12 * 32, &RunOneStepTileSteps);
 });

@@ -21,7 +21,7 @@ namespace lowbit_bench {
 namespace {
 
 // The ceilings each AVX2 case is measured against: the 8-bit GEMM's and the narrow settings'
-// arithmetic, and their tiles' whole steps where there is one. (Prepacked weights go through
+// arithmetic, and their tiles' whole steps. (Prepacked weights go through
 // other tiles, the matrix-vector one a pmaddubsw tile on a memory-bound stream.)
 lowbit_bench::SummaryReporter::Ceilings Avx2Ceilings() {
   lowbit_bench::SummaryReporter::Ceilings ceilings;
@@ -30,7 +30,7 @@ lowbit_bench::SummaryReporter::Ceilings Avx2Ceilings() {
   for (const BitDepthSetting& setting : kBitDepthSettings) {
     const std::string name = std::string("avx2_") + setting.name;
     ceilings.arithmetic[name] = setting.ceiling;
-    if (setting.tile_step != nullptr) ceilings.tile_step[name] = setting.tile_step;
+    ceilings.tile_step[name] = setting.tile_step;
   }
   return ceilings;
 }

@@ -22,8 +22,7 @@ struct LowbitProblem {
 };
 
 // A narrow setting: its name in the benchmark, its parameters, and the instruction ceiling
-// (bench/ceiling_x86.cc) of its AVX2 kernel's arithmetic and, if there is one, of its tile's
-// whole step.
+// (bench/ceiling_x86.cc) of its AVX2 kernel's arithmetic and of its tile's whole step.
 struct BitDepthSetting {
   const char* name;
   lowbit::BitDepthParams params;
@@ -37,11 +36,11 @@ inline const BitDepthSetting kBitDepthSettings[] = {
     {"L7R5",
      {7, 5, lowbit::BitDepthRounding::kAuto, 1, lowbit::BitDepthMode::kRequantize},
      "vpmaddubsw_vpaddw",
-     nullptr},
+     "narrow_tile_step_k8"},
     {"L4R4",
      {4, 4, lowbit::BitDepthRounding::kAuto, 1, lowbit::BitDepthMode::kRequantize},
      "vpmaddubsw_vpaddw",
-     nullptr},
+     "narrow_tile_step_k128"},
     {"declared_L7R8",
      {7, 8, lowbit::BitDepthRounding::kNearest, 0, lowbit::BitDepthMode::kDeclaredRange},
      "vpmaddubsw_vpmaddwd_vpaddd",
