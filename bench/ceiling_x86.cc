@@ -67,66 +67,61 @@ __attribute__((target("avx2"))) void RunWidenedByteSteps(std::int64_t steps) {
                : LOWBIT_CEILING_CLOBBERS);
 }
 
-// The whole step of the 6-row tile (SixRowTile, kernel_pairs_x86.h): a mix above with the loads
-// that feed it, two rhs vectors and a broadcast 4-byte lhs group per row, all from L1 (fixed
-// addresses). What the tile's loop could reach if its panels never missed L1 and the loop cost
-// nothing. `sums(rhs, t)` leaves in ymm<t> the sums of the broadcast group (ymm14) and rhs.
+// The whole steps of the x86 tiles: a mix above with the loads that feed it, two rhs vectors and
+// a broadcast 4-byte lhs group per row, all from L1 (fixed addresses). What a tile's loop could
+// reach if its panels never missed L1 and the loop cost nothing. In a row, `sums(rhs, t)` leaves
+// in ymm<t> the sums of the broadcast group (ymm14) and rhs, and `add` adds them to the row's
+// accumulators.
 // clang-format off
-#define LOWBIT_TILE_ROW(sums, offset, even, odd)                \
+#define LOWBIT_TILE_ROW(sums, add, offset, even, odd)           \
   "vpbroadcastd " #offset "(%1), %%ymm14\n\t"                   \
-  sums(12, 15) "vpaddd %%ymm15, %%ymm" #even ", %%ymm" #even "\n\t" \
-  sums(13, 14) "vpaddd %%ymm14, %%ymm" #odd ", %%ymm" #odd "\n\t"
-#define LOWBIT_TILE_STEPS(sums)                                                      \
-  "1:\n\t"                                                                           \
-  "vmovdqu (%1), %%ymm12\n\t"                                                        \
-  "vmovdqu 32(%1), %%ymm13\n\t"                                                      \
-  LOWBIT_TILE_ROW(sums, 0, 0, 1) LOWBIT_TILE_ROW(sums, 4, 2, 3)                      \
-  LOWBIT_TILE_ROW(sums, 8, 4, 5) LOWBIT_TILE_ROW(sums, 12, 6, 7)                     \
-  LOWBIT_TILE_ROW(sums, 16, 8, 9) LOWBIT_TILE_ROW(sums, 20, 10, 11)                  \
+  sums(12, 15) add " %%ymm15, %%ymm" #even ", %%ymm" #even "\n\t" \
+  sums(13, 14) add " %%ymm14, %%ymm" #odd ", %%ymm" #odd "\n\t"
+#define LOWBIT_TILE_RHS                                         \
+  "vmovdqu (%1), %%ymm12\n\t"                                   \
+  "vmovdqu 32(%1), %%ymm13\n\t"
+#define LOWBIT_PAIR_SUMS(rhs, t) "vpmaddwd %%ymm" #rhs ", %%ymm14, %%ymm" #t "\n\t"
+#define LOWBIT_BYTE_SUMS(rhs, t) "vpmaddubsw %%ymm" #rhs ", %%ymm14, %%ymm" #t "\n\t"
+// The one-step tile's (declared 7 x 8 bits) sums: widened at once by vpmaddwd with its ones as
+// a memory operand (zeros from L1 here).
+#define LOWBIT_ONE_STEP_SUMS(rhs, t)                            \
+  LOWBIT_BYTE_SUMS(rhs, t) "vpmaddwd (%1), %%ymm" #t ", %%ymm" #t "\n\t"
+// The 6-row tile's step (SixRowTile, kernel_pairs_x86.h): 12 int32 accumulators.
+#define LOWBIT_SIX_ROW_STEPS(sums)                                                   \
+  "1:\n\t" LOWBIT_TILE_RHS                                                           \
+  LOWBIT_TILE_ROW(sums, "vpaddd", 0, 0, 1) LOWBIT_TILE_ROW(sums, "vpaddd", 4, 2, 3)  \
+  LOWBIT_TILE_ROW(sums, "vpaddd", 8, 4, 5) LOWBIT_TILE_ROW(sums, "vpaddd", 12, 6, 7) \
+  LOWBIT_TILE_ROW(sums, "vpaddd", 16, 8, 9) LOWBIT_TILE_ROW(sums, "vpaddd", 20, 10, 11) \
   "dec %0\n\t"                                                                       \
   "jnz 1b\n\t"
-// The 8-bit tile's: vpmaddwd.
-#define LOWBIT_PAIR_SUMS(rhs, t) "vpmaddwd %%ymm" #rhs ", %%ymm14, %%ymm" #t "\n\t"
-// The one-step tile's (declared 7 x 8 bits): vpmaddubsw, widened by vpmaddwd with its ones as a
-// memory operand (zeros from L1 here).
-#define LOWBIT_ONE_STEP_SUMS(rhs, t)                 \
-  "vpmaddubsw %%ymm" #rhs ", %%ymm14, %%ymm" #t "\n\t" \
-  "vpmaddwd (%1), %%ymm" #t ", %%ymm" #t "\n\t"
-// clang-format on
-alignas(64) const std::uint8_t kTileOperands[64] = {};
-__attribute__((target("avx2"))) void RunPairTileSteps(std::int64_t steps) {
-  asm volatile(LOWBIT_TILE_STEPS(LOWBIT_PAIR_SUMS)
-               : "+r"(steps)
-               : "r"(kTileOperands)
-               : LOWBIT_CEILING_CLOBBERS);
-}
-__attribute__((target("avx2"))) void RunOneStepTileSteps(std::int64_t steps) {
-  asm volatile(LOWBIT_TILE_STEPS(LOWBIT_ONE_STEP_SUMS)
-               : "+r"(steps)
-               : "r"(kTileOperands)
-               : LOWBIT_CEILING_CLOBBERS);
-}
-
-// The 3-row narrow tile's (NarrowTile, kernel_narrow_x86.h) whole step, and its widening: each
-// step broadcasts 3 lhs groups against 2 rhs vectors (vpmaddubsw) into int16 sums (ymm0-5,
-// vpaddw); every kSteps steps, vpmaddwd by ones (zeros from L1 here) widens them into the int32
-// sums (ymm6-11), and they start again from zero. L7R5 widens every 8 steps, L4R4 every 128.
-// clang-format off
-#define LOWBIT_NARROW_ROW(offset, even, odd)                    \
-  "vpbroadcastd " #offset "(%1), %%ymm14\n\t"                   \
-  "vpmaddubsw %%ymm12, %%ymm14, %%ymm15\n\t"                    \
-  "vpaddw %%ymm15, %%ymm" #even ", %%ymm" #even "\n\t"            \
-  "vpmaddubsw %%ymm13, %%ymm14, %%ymm14\n\t"                    \
-  "vpaddw %%ymm14, %%ymm" #odd ", %%ymm" #odd "\n\t"
+// The 3-row narrow tile's step (NarrowTile, kernel_narrow_x86.h): int16 sums in ymm0-5.
 #define LOWBIT_NARROW_STEP                                      \
-  "vmovdqu (%1), %%ymm12\n\t"                                   \
-  "vmovdqu 32(%1), %%ymm13\n\t"                                 \
-  LOWBIT_NARROW_ROW(0, 0, 1) LOWBIT_NARROW_ROW(4, 2, 3) LOWBIT_NARROW_ROW(8, 4, 5)
+  LOWBIT_TILE_RHS                                               \
+  LOWBIT_TILE_ROW(LOWBIT_BYTE_SUMS, "vpaddw", 0, 0, 1)          \
+  LOWBIT_TILE_ROW(LOWBIT_BYTE_SUMS, "vpaddw", 4, 2, 3)          \
+  LOWBIT_TILE_ROW(LOWBIT_BYTE_SUMS, "vpaddw", 8, 4, 5)
+// Widens a narrow tile's int16 sums into its int32 ones (ymm6-11) by ones (zeros here, in ymm12)
+// and starts them again from zero.
 #define LOWBIT_NARROW_WIDEN(narrow, wide)                       \
   "vpmaddwd %%ymm12, %%ymm" #narrow ", %%ymm15\n\t"              \
   "vpaddd %%ymm15, %%ymm" #wide ", %%ymm" #wide "\n\t"            \
   "vpxor %%xmm" #narrow ", %%xmm" #narrow ", %%xmm" #narrow "\n\t"
 // clang-format on
+alignas(64) const std::uint8_t kTileOperands[64] = {};
+__attribute__((target("avx2"))) void RunPairTileSteps(std::int64_t steps) {
+  asm volatile(LOWBIT_SIX_ROW_STEPS(LOWBIT_PAIR_SUMS)
+               : "+r"(steps)
+               : "r"(kTileOperands)
+               : LOWBIT_CEILING_CLOBBERS);
+}
+__attribute__((target("avx2"))) void RunOneStepTileSteps(std::int64_t steps) {
+  asm volatile(LOWBIT_SIX_ROW_STEPS(LOWBIT_ONE_STEP_SUMS)
+               : "+r"(steps)
+               : "r"(kTileOperands)
+               : LOWBIT_CEILING_CLOBBERS);
+}
+
+// The narrow tile widens every kSteps steps: L7R5 every 8, L4R4 every 128.
 template <int kSteps>
 __attribute__((target("avx2"))) void RunNarrowTileSteps(std::int64_t steps) {
   static_assert(kSteps % 8 == 0, "the inner loop runs 8 steps");
