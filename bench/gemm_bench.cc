@@ -27,28 +27,25 @@ lowbit_bench::SummaryReporter::Ceilings Avx2Ceilings() {
   lowbit_bench::SummaryReporter::Ceilings ceilings;
   ceilings.arithmetic["avx2"] = "vpmaddwd_vpaddd";
   ceilings.tile_step["avx2"] = "pair_tile_step";
-  for (const BitDepthSetting& setting : kBitDepthSettings) {
-    const std::string name = std::string("avx2_") + setting.name;
-    ceilings.arithmetic[name] = setting.ceiling;
-    ceilings.tile_step[name] = setting.tile_step;
+  for (const LowbitSetting& setting : LowbitSettings()) {
+    if (setting.kernel != lowbit::Kernel::kAvx2 || setting.narrow == nullptr) continue;
+    ceilings.arithmetic[setting.name] = setting.narrow->ceiling;
+    ceilings.tile_step[setting.name] = setting.narrow->tile_step;
   }
   return ceilings;
 }
 
+// The narrow settings run on the shapes of their targets only.
 void RegisterLowbit() {
-  for (lowbit::Kernel kernel : lowbit::AvailableKernels()) {
-    for (bool prepack : {false, true}) {
-      RegisterCases("lowbit",
-                    std::string(lowbit::KernelName(kernel)) + (prepack ? "_prepacked" : ""),
-                    [kernel, prepack](const Case& c) { return SetUpLowbit(kernel, prepack, c); });
-    }
-    for (const BitDepthSetting& setting : kBitDepthSettings) {
-      RegisterCases("lowbit", std::string(lowbit::KernelName(kernel)) + "_" + setting.name,
-                    [kernel, &setting](const Case& c) {
-                      return SetUpLowbit(kernel, false, c, &setting.params);
-                    },
-                    {{{1024, 1024, 1024}, 1}, {{256, 256, 256}, 1}});
-    }
+  for (const LowbitSetting& setting : LowbitSettings()) {
+    RegisterCases(
+        "lowbit", setting.name,
+        [setting](const Case& c) {
+          return SetUpLowbit(setting.kernel, setting.prepack, c,
+                             setting.narrow != nullptr ? &setting.narrow->params : nullptr);
+        },
+        setting.narrow != nullptr ? std::vector<Case>{{{1024, 1024, 1024}, 1}, {{256, 256, 256}, 1}}
+                                  : Cases());
   }
 }
 

@@ -14,21 +14,15 @@ namespace {
 int Usage(const char* program) {
   std::fprintf(stderr,
                "usage: %s SETTING M N K [ITERATIONS=1000]\n"
-               "runs gemm_bench's lowbit/SETTING/MxNxK/threads:1 ITERATIONS times. SETTING is a "
-               "kernel\n(",
+               "runs gemm_bench's lowbit/SETTING/MxNxK/threads:1 ITERATIONS times. SETTING is one "
+               "of this CPU's:\n",
                program);
   const char* separator = "";
-  for (lowbit::Kernel kernel : lowbit::AvailableKernels()) {
-    std::fprintf(stderr, "%s%s", separator, lowbit::KernelName(kernel));
+  for (const lowbit_bench::LowbitSetting& setting : lowbit_bench::LowbitSettings()) {
+    std::fprintf(stderr, "%s%s", separator, setting.name.c_str());
     separator = ", ";
   }
-  std::fprintf(stderr, "), alone, with _prepacked, or with _ and a narrow setting (");
-  separator = "";
-  for (const lowbit_bench::BitDepthSetting& setting : lowbit_bench::kBitDepthSettings) {
-    std::fprintf(stderr, "%s%s", separator, setting.name);
-    separator = ", ";
-  }
-  std::fprintf(stderr, ")\n");
+  std::fprintf(stderr, "\n");
   return 2;
 }
 
@@ -44,19 +38,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "M, N, K and ITERATIONS must be positive integers\n");
     return Usage(argv[0]);
   }
-  // The setting names gemm_bench registers: <kernel>, <kernel>_prepacked, <kernel>_<narrow>.
   std::function<void()> gemm;
-  const lowbit_bench::Case one_thread{shape, 1};
-  for (lowbit::Kernel kernel : lowbit::AvailableKernels()) {
-    const std::string name = lowbit::KernelName(kernel);
-    if (setting == name || setting == name + "_prepacked") {
-      gemm = lowbit_bench::SetUpLowbit(kernel, setting != name, one_thread);
-    }
-    for (const lowbit_bench::BitDepthSetting& narrow : lowbit_bench::kBitDepthSettings) {
-      if (setting == name + "_" + narrow.name) {
-        gemm = lowbit_bench::SetUpLowbit(kernel, false, one_thread, &narrow.params);
-      }
-    }
+  for (const lowbit_bench::LowbitSetting& known : lowbit_bench::LowbitSettings()) {
+    if (known.name != setting) continue;
+    gemm = lowbit_bench::SetUpLowbit(known.kernel, known.prepack, {shape, 1},
+                                     known.narrow != nullptr ? &known.narrow->params : nullptr);
   }
   if (!gemm) {
     std::fprintf(stderr, "no lowbit setting '%s' on this CPU\n", setting.c_str());

@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "bench/bench_common.h"
 #include "public/lowbit.h"
@@ -46,6 +48,29 @@ inline const BitDepthSetting kBitDepthSettings[] = {
      "vpmaddubsw_vpmaddwd_vpaddd",
      "one_step_tile_step"},
 };
+
+// A lowbit setting of the suite, by its name in the cases (lowbit/<name>/...): a kernel alone
+// (<kernel>), with prepacked weights (<kernel>_prepacked), or narrow (<kernel>_<narrow name>).
+struct LowbitSetting {
+  std::string name;
+  lowbit::Kernel kernel;
+  bool prepack;
+  const BitDepthSetting* narrow;  // null for 8-bit operands
+};
+
+// Every lowbit setting this CPU runs, in the order gemm_bench registers them.
+inline std::vector<LowbitSetting> LowbitSettings() {
+  std::vector<LowbitSetting> settings;
+  for (lowbit::Kernel kernel : lowbit::AvailableKernels()) {
+    const std::string name = lowbit::KernelName(kernel);
+    settings.push_back({name, kernel, false, nullptr});
+    settings.push_back({name + "_prepacked", kernel, true, nullptr});
+    for (const BitDepthSetting& narrow : kBitDepthSettings) {
+      settings.push_back({name + "_" + narrow.name, kernel, false, &narrow});
+    }
+  }
+  return settings;
+}
 
 // With `prepack`, the rhs (the weights) is packed once here, outside the timed calls. With
 // `bit_depth`, the GEMM is narrow; in declared-range mode the lhs is made to fit its bits.
