@@ -70,6 +70,16 @@ Raw RoundingDivideByPOT(Raw x, int exponent) {
   return detail::RoundShiftedAwayFromZero(x, Dup<Raw>(mask), ShiftRight(x, exponent));
 }
 
+// RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x, multiplier), exponent) + offset, the
+// offset added with wrapping: the fixed-point scale of gemmlowp's QuantizeDown output stages. One
+// function rather than three so that a back end may round the 64-bit product once instead of
+// twice, for the same bits (fixedpoint_avx2.h). Precondition as for RoundingDivideByPOT.
+template <typename Raw>
+Raw QuantizeDownByFixedPoint(Raw x, Raw multiplier, int exponent, Raw offset) {
+  return Add(RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x, multiplier), exponent),
+             offset);
+}
+
 // The same with one exponent per lane, each in [0, bits of the scalar type); SIMD raw types only.
 template <typename Raw, detail::EnableIfSimd<Raw> = 0>
 Raw RoundingDivideByPOT(Raw x, Raw exponent) {

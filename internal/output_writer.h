@@ -154,9 +154,8 @@ struct LineInstruction {
         const std::int32_t exponent = second.value;
         const int left = exponent > 0 ? exponent : 0, right = exponent < 0 ? -exponent : 0;
         for (int j = 0; j < kBatch; ++j) {
-          const Raw scaled = fixedpoint::SaturatingRoundingDoublingHighMul(
-              fixedpoint::ShiftLeft(v[j], left), lanes(first, j));
-          v[j] = fixedpoint::Add(fixedpoint::RoundingDivideByPOT(scaled, right), offset);
+          v[j] = fixedpoint::QuantizeDownByFixedPoint(fixedpoint::ShiftLeft(v[j], left),
+                                                      lanes(first, j), right, offset);
         }
         return;
       }
@@ -215,6 +214,7 @@ struct LineTerms {
   }
 
   __attribute__((always_inline)) Raw AddTo(Raw v, int entry, int count) const {
+    if (first_along == nullptr) return v;
     if (second_along == nullptr) return AddSeparableTo(v, entry, count);
     const Raw products =
         fixedpoint::Add(fixedpoint::Mul(first, LoadPartial<Isa>(first_along + entry, count)),
@@ -222,9 +222,8 @@ struct LineTerms {
     return fixedpoint::Add(v, products);
   }
 
-  // AddTo for terms known to be separable or none.
+  // AddTo for terms known to be separable.
   __attribute__((always_inline)) Raw AddSeparableTo(Raw v, int entry, int count) const {
-    if (first_along == nullptr) return v;
     return fixedpoint::Add(fixedpoint::Add(v, first), LoadPartial<Isa>(first_along + entry, count));
   }
 };
@@ -534,10 +533,10 @@ class Writer {
         return WriteLines<kType, false, false>(sums, line_step, first_line, end_line, first, end);
       }
     }
-    // Separable terms or none, and no rescale (8-bit operands with uniform offsets, the common
-    // case): a loop without the product terms and the rescale, whose code and registers GCC
-    // otherwise keeps in it behind run-time tests.
-    if (rescale_ == nullptr && terms_.row_first == nullptr) {
+    // Separable terms and no rescale (8-bit operands with uniform offsets, the common case): a
+    // loop without the product terms, the rescale and the test for no terms, whose code and
+    // registers GCC otherwise keeps in it behind run-time tests.
+    if (rescale_ == nullptr && terms_.row_part != nullptr) {
       return WriteLines<kType, true, true, kOpcodes...>(sums, line_step, first_line, end_line,
                                                         first, end);
     }
@@ -545,7 +544,7 @@ class Writer {
   }
 
   // A LinesLoop for kType results: the program's instructions are kOpcodes when kKnown, else
-  // dispatched one by one; the offset terms are separable or none and no rescale is owed when
+  // dispatched one by one; the offset terms are separable and no rescale is owed when
   // kSeparableOnly. Each line runs batches of vectors, whose programs run side by side
   // (one vector's program is a single chain of dependent operations), then the rest one vector
   // at a time. The element size is a constant and each line's parameters and output pointer are

@@ -46,9 +46,8 @@ inline std::int32_t SaturateToInt32(std::int64_t x) {
 // RoundingDivideByPOT(SRDHM(acc << left_shift, multiplier), right_shift) + offset.
 inline std::int32_t ScaleByFixedPoint(std::int32_t acc, std::int32_t multiplier, int left_shift,
                                       int right_shift, std::int32_t offset) {
-  const std::int32_t scaled =
-      fixedpoint::SaturatingRoundingDoublingHighMul(WrappingShiftLeft(acc, left_shift), multiplier);
-  return WrappingAdd(fixedpoint::RoundingDivideByPOT(scaled, right_shift), offset);
+  return fixedpoint::QuantizeDownByFixedPoint(WrappingShiftLeft(acc, left_shift), multiplier,
+                                              right_shift, offset);
 }
 
 // The legacy gemmlowp requantization: ((acc + offset) * multiplier + rounding) >> shift.

@@ -47,6 +47,7 @@ enum class Operation {
   kSaturatingRoundingDoublingHighMul,
   kRoundingDivideByPOT,
   kRoundingDivideByPOTPerLane,
+  kQuantizeDownByFixedPoint,
   kSaturatingShiftLeft,
   kSaturatingRoundingDivideByPOT,
   kTanh,
@@ -89,6 +90,7 @@ constexpr OperationInfo kOperations[] = {
     {Operation::kRoundingDivideByPOT, "RoundingDivideByPOT", Operand::kExponent},
     {Operation::kRoundingDivideByPOTPerLane, "RoundingDivideByPOT per lane",
      Operand::kLaneExponents},
+    {Operation::kQuantizeDownByFixedPoint, "QuantizeDownByFixedPoint", Operand::kExponent},
     {Operation::kSaturatingShiftLeft, "SaturatingRoundingMultiplyByPOT(x, exponent)",
      Operand::kExponent},
     {Operation::kSaturatingRoundingDivideByPOT, "SaturatingRoundingMultiplyByPOT(x, -exponent)",
@@ -158,6 +160,9 @@ Raw Apply(Operation operation, Raw a, Raw b, int exponent) {
       return RoundingDivideByPOT(a, exponent);
     case Operation::kRoundingDivideByPOTPerLane:
       return RoundingDivideByPOT(a, b);
+    case Operation::kQuantizeDownByFixedPoint:
+      // b is the multiplier; an offset that differs by exponent, and wraps for some values.
+      return QuantizeDownByFixedPoint(a, b, exponent, Dup<Raw>(INT32_MAX - 1000 * exponent));
     case Operation::kSaturatingShiftLeft:
       return SaturatingRoundingMultiplyByPOT(a, exponent);
     case Operation::kSaturatingRoundingDivideByPOT:
