@@ -142,6 +142,33 @@ inline Sse41Int32x4 SaturatingRoundingDoublingHighMul(Sse41Int32x4 a, Sse41Int32
   return {_mm_xor_si128(result, overflow)};
 }
 
+// The scale in one rounding, as the AVX2 version does it (fixedpoint_avx2.h has the derivation):
+// 12 instructions for four lanes against 17.
+template <>
+inline Sse41Int32x4 QuantizeDownByFixedPoint(Sse41Int32x4 x, Sse41Int32x4 multiplier, int exponent,
+                                             Sse41Int32x4 offset) {
+  if (exponent == 0) return Add(SaturatingRoundingDoublingHighMul(x, multiplier), offset);
+  const std::uint64_t bias = std::uint64_t{1} << 63;
+  const std::uint64_t nudge =
+      bias + (std::uint64_t{1} << 30) + (std::uint64_t{1} << (exponent - 1) << 31);
+  const __m128d positive_nudge =
+      _mm_castsi128_pd(_mm_set1_epi64x(static_cast<std::int64_t>(nudge)));
+  const __m128d negative_nudge = _mm_castsi128_pd(
+      _mm_set1_epi64x(static_cast<std::int64_t>(nudge - (std::uint64_t{1} << 31))));
+  const auto nudged = [&](__m128i product) {
+    return _mm_add_epi64(product, _mm_castpd_si128(_mm_blendv_pd(positive_nudge, negative_nudge,
+                                                                 _mm_castsi128_pd(product))));
+  };
+  const __m128i even = nudged(_mm_mul_epi32(x.v, multiplier.v));
+  const __m128i odd =
+      nudged(_mm_mul_epi32(_mm_srli_epi64(x.v, 32), _mm_srli_epi64(multiplier.v, 32)));
+  const __m128i shift = _mm_cvtsi32_si128(exponent - 1);
+  const __m128i quotients = _mm_blend_epi16(_mm_srli_epi64(_mm_srl_epi64(even, shift), 32),
+                                            _mm_srl_epi64(odd, shift), 0xcc);
+  const std::int32_t excess = static_cast<std::int32_t>(std::uint32_t{1} << (32 - exponent));
+  return {_mm_add_epi32(quotients, _mm_sub_epi32(offset.v, _mm_set1_epi32(excess)))};
+}
+
 }  // namespace fixedpoint
 }  // namespace lowbit
 
