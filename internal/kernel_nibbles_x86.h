@@ -68,13 +68,13 @@ struct NibbleTile {
     return {Isa::Load(rhs), Isa::Load(rhs + kNibbleGroup * Isa::kInt32Lanes)};
   }
 
-  // The int16 sums of one step of one row, pinned: GCC otherwise sees that they start at zero,
-  // sums the 8 steps' products as a tree and spills them (checked in the disassembly).
+  // The int16 sums of one step of one row, pinned (NarrowTile::PinSums).
   static void Step(Row& low, Row& high, const std::uint8_t* lhs_row, Vector rhs_low,
                    Vector rhs_high) {
     low = Narrow::Step(low, lhs_row, rhs_low, rhs_high);
     high = Narrow::Step(high, lhs_row + kNibbleGroup, rhs_low, rhs_high);
-    asm("" : "+x"(low.low), "+x"(low.high), "+x"(high.low), "+x"(high.high));
+    Narrow::PinSums(low);
+    Narrow::PinSums(high);
   }
 
   template <int kUsedRows>
