@@ -70,14 +70,33 @@ Raw RoundingDivideByPOT(Raw x, int exponent) {
   return detail::RoundShiftedAwayFromZero(x, Dup<Raw>(mask), ShiftRight(x, exponent));
 }
 
-// RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x, multiplier), exponent) + offset, the
-// offset added with wrapping: the fixed-point scale of gemmlowp's QuantizeDown output stages. One
-// function rather than three so that a back end may round the 64-bit product once instead of
-// twice, for the same bits (fixedpoint_avx2.h). Precondition as for RoundingDivideByPOT.
+// x -> RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x, multiplier), exponent) + offset,
+// the offset added with wrapping: the fixed-point scale of gemmlowp's QuantizeDown output stages,
+// with its parameters fixed. One operation rather than three so that a back end may round the
+// 64-bit product once instead of twice, for the same bits, and an object so that the constants it
+// derives from the parameters are derived once for many values (fixedpoint_avx2.h).
+// Precondition as for RoundingDivideByPOT.
+template <typename Raw>
+class QuantizeDownScale {
+ public:
+  QuantizeDownScale(Raw multiplier, int exponent, Raw offset)
+      : multiplier_(multiplier), exponent_(exponent), offset_(offset) {}
+
+  Raw operator()(Raw x) const {
+    return Add(RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x, multiplier_), exponent_),
+               offset_);
+  }
+
+ private:
+  Raw multiplier_;
+  int exponent_;
+  Raw offset_;
+};
+
+// The scale above for one value.
 template <typename Raw>
 Raw QuantizeDownByFixedPoint(Raw x, Raw multiplier, int exponent, Raw offset) {
-  return Add(RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x, multiplier), exponent),
-             offset);
+  return QuantizeDownScale<Raw>(multiplier, exponent, offset)(x);
 }
 
 // The same with one exponent per lane, each in [0, bits of the scalar type); SIMD raw types only.

@@ -132,36 +132,57 @@ inline Avx2Int32x8 SaturatingRoundingDoublingHighMul(Avx2Int32x8 a, Avx2Int32x8 
 // That keeps the one product SRDHM saturates, 2^62, right as well: 2^31 and the saturated
 // 2^31 - 1 give the same quotient. Adding 2^63 makes every sum positive and below 2^64, so that
 // a logical shift, all AVX2 has for 64-bit lanes, divides it; the quotient comes out 2^(32-e)
-// too large, which the offset takes back. With the multiplier the same for many calls, 12
-// instructions for eight lanes against 17 for the two roundings and the offset.
+// too large, which the offset takes back. 12 instructions for eight lanes against 17 for the two
+// roundings and the offset, with the constants derived from the parameters once.
 template <>
-inline Avx2Int32x8 QuantizeDownByFixedPoint(Avx2Int32x8 x, Avx2Int32x8 multiplier, int exponent,
-                                            Avx2Int32x8 offset) {
-  if (exponent == 0) return Add(SaturatingRoundingDoublingHighMul(x, multiplier), offset);
-  const std::uint64_t bias = std::uint64_t{1} << 63;
-  const std::uint64_t nudge =
-      bias + (std::uint64_t{1} << 30) + (std::uint64_t{1} << (exponent - 1) << 31);
-  const __m256d positive_nudge =
-      _mm256_castsi256_pd(_mm256_set1_epi64x(static_cast<std::int64_t>(nudge)));
-  const __m256d negative_nudge = _mm256_castsi256_pd(
-      _mm256_set1_epi64x(static_cast<std::int64_t>(nudge - (std::uint64_t{1} << 31))));
-  // vblendvpd picks by the sign bit of each 64-bit lane: the product's own sign.
-  const auto nudged = [&](__m256i product) {
-    return _mm256_add_epi64(product,
-                            _mm256_castpd_si256(_mm256_blendv_pd(positive_nudge, negative_nudge,
-                                                                 _mm256_castsi256_pd(product))));
-  };
-  const __m256i even = nudged(_mm256_mul_epi32(x.v, multiplier.v));
-  const __m256i odd =
-      nudged(_mm256_mul_epi32(_mm256_srli_epi64(x.v, 32), _mm256_srli_epi64(multiplier.v, 32)));
-  // Shifted by e - 1, each sum holds its quotient, which is below 2^32, in its high half: the odd
-  // lanes' are in place, the even lanes' move down. One shift count keeps one register free.
-  const __m128i shift = _mm_cvtsi32_si128(exponent - 1);
-  const __m256i quotients = _mm256_blend_epi32(_mm256_srli_epi64(_mm256_srl_epi64(even, shift), 32),
-                                               _mm256_srl_epi64(odd, shift), 0xaa);
-  const std::int32_t excess = static_cast<std::int32_t>(std::uint32_t{1} << (32 - exponent));
-  return {_mm256_add_epi32(quotients, _mm256_sub_epi32(offset.v, _mm256_set1_epi32(excess)))};
-}
+class QuantizeDownScale<Avx2Int32x8> {
+ public:
+  QuantizeDownScale(Avx2Int32x8 multiplier, int exponent, Avx2Int32x8 offset)
+      : even_multiplier_(multiplier.v),
+        odd_multiplier_(_mm256_srli_epi64(multiplier.v, 32)),
+        exponent_(exponent),
+        offset_(offset.v) {
+    if (exponent == 0) return;
+    const std::uint64_t bias = std::uint64_t{1} << 63;
+    const std::uint64_t nudge =
+        bias + (std::uint64_t{1} << 30) + (std::uint64_t{1} << (exponent - 1) << 31);
+    positive_nudge_ = _mm256_castsi256_pd(_mm256_set1_epi64x(static_cast<std::int64_t>(nudge)));
+    negative_nudge_ = _mm256_castsi256_pd(
+        _mm256_set1_epi64x(static_cast<std::int64_t>(nudge - (std::uint64_t{1} << 31))));
+    shift_ = _mm_cvtsi32_si128(exponent - 1);
+    const std::int32_t excess = static_cast<std::int32_t>(std::uint32_t{1} << (32 - exponent));
+    offset_ = _mm256_sub_epi32(offset_, _mm256_set1_epi32(excess));
+  }
+
+  Avx2Int32x8 operator()(Avx2Int32x8 x) const {
+    if (exponent_ == 0) {
+      return Add(SaturatingRoundingDoublingHighMul(x, Avx2Int32x8{even_multiplier_}),
+                 Avx2Int32x8{offset_});
+    }
+    // vblendvpd picks by the sign bit of each 64-bit lane: the product's own sign.
+    const auto nudged = [&](__m256i product) {
+      return _mm256_add_epi64(product,
+                              _mm256_castpd_si256(_mm256_blendv_pd(positive_nudge_, negative_nudge_,
+                                                                   _mm256_castsi256_pd(product))));
+    };
+    const __m256i even = nudged(_mm256_mul_epi32(x.v, even_multiplier_));
+    const __m256i odd = nudged(_mm256_mul_epi32(_mm256_srli_epi64(x.v, 32), odd_multiplier_));
+    // Shifted by e - 1, each sum holds its quotient, which is below 2^32, in its high half: the
+    // odd lanes' are in place, the even lanes' move down. One shift count keeps one register free.
+    const __m256i quotients = _mm256_blend_epi32(
+        _mm256_srli_epi64(_mm256_srl_epi64(even, shift_), 32), _mm256_srl_epi64(odd, shift_), 0xaa);
+    return {_mm256_add_epi32(quotients, offset_)};
+  }
+
+ private:
+  __m256i even_multiplier_;
+  __m256i odd_multiplier_;  // in the low halves of the 64-bit lanes
+  int exponent_;
+  __m256i offset_;  // less the quotients' excess when exponent_ > 0
+  __m256d positive_nudge_ = _mm256_setzero_pd();
+  __m256d negative_nudge_ = _mm256_setzero_pd();
+  __m128i shift_ = _mm_setzero_si128();
+};
 
 }  // namespace fixedpoint
 }  // namespace lowbit
