@@ -264,16 +264,13 @@ struct GemmTask {
     }
   }
 
-  // Task t covers row part t / col_tasks and column part t % col_tasks of the chunk, split in
-  // whole register tiles.
-  void RunTask(const WorkerScratch& scratch, int task) const {
+  // Row panels [first_panel, end_panel) (register tiles) against column part col_part of the
+  // chunk.
+  void RunTask(const WorkerScratch& scratch, int first_panel, int end_panel, int col_part) const {
     const KernelFormat& format = kernel.format;
-    const int row_panels = (lhs.rows + format.lhs_rows - 1) / format.lhs_rows;
     const int col_panels = (chunk_cols + format.rhs_cols - 1) / format.rhs_cols;
-    const int row_part = task / col_tasks, col_part = task % col_tasks;
-    const int row_start = PartStart(row_panels, row_tasks, row_part) * format.lhs_rows;
-    const int row_end =
-        std::min(lhs.rows, PartStart(row_panels, row_tasks, row_part + 1) * format.lhs_rows);
+    const int row_start = first_panel * format.lhs_rows;
+    const int row_end = std::min(lhs.rows, end_panel * format.lhs_rows);
     const int col_start = PartStart(col_panels, col_tasks, col_part) * format.rhs_cols;
     const int col_end =
         std::min(chunk_cols, PartStart(col_panels, col_tasks, col_part + 1) * format.rhs_cols);
@@ -288,12 +285,46 @@ struct GemmTask {
     RunBlocks(scratch, row_start, rows, col_start, col_end - col_start);
   }
 
+  // The next task, or false when there is none left. One worker, or several sharing out column
+  // parts as well, takes the row_tasks x col_tasks equal tasks in turn. Several workers on one
+  // column part take row parts that shrink as the rows run out (guided scheduling): a row_tasks
+  // share at first, then a share of what is left, down to kMinGuidedPanels. Equal parts left a
+  // worker waiting for the other's last part: on two threads at 1024^3 one worker idled for 1 to
+  // 3 ms of each 11 ms GEMM, as the same parts took 3.7 to 5.5 ms on this shared host.
+  bool NextTask(int* first_panel, int* end_panel, int* col_part) {
+    const int row_panels = (lhs.rows + kernel.format.lhs_rows - 1) / kernel.format.lhs_rows;
+    if (workers == 1 || col_tasks > 1) {
+      const int task = next_task++;
+      if (task >= row_tasks * col_tasks) return false;
+      *first_panel = PartStart(row_panels, row_tasks, task / col_tasks);
+      *end_panel = PartStart(row_panels, row_tasks, task / col_tasks + 1);
+      *col_part = task % col_tasks;
+      return true;
+    }
+    constexpr int kMinGuidedPanels = 4;
+    // No larger than the equal parts, which the scratch memory is laid out for.
+    const int largest = (row_panels + row_tasks - 1) / row_tasks;
+    int first = next_task.load(std::memory_order_relaxed);
+    int count = 0;
+    do {
+      if (first >= row_panels) return false;
+      const int remaining = row_panels - first;
+      const int share = (remaining + 2 * workers - 1) / (2 * workers);
+      count = std::min({largest, remaining, std::max(kMinGuidedPanels, share)});
+    } while (!next_task.compare_exchange_weak(first, first + count, std::memory_order_relaxed));
+    *first_panel = first;
+    *end_panel = first + count;
+    *col_part = 0;
+    return true;
+  }
+
   // Tasks go to whichever worker asks first: a worker slowed by another process on the
   // machine takes fewer of them, and each worker still has scratch slot `worker` to itself.
   void RunWorker(int worker) {
     const WorkerScratch worker_scratch = ForWorker(worker);
-    for (int task = next_task++; task < row_tasks * col_tasks; task = next_task++) {
-      RunTask(worker_scratch, task);
+    int first_panel = 0, end_panel = 0, col_part = 0;
+    while (NextTask(&first_panel, &end_panel, &col_part)) {
+      RunTask(worker_scratch, first_panel, end_panel, col_part);
     }
   }
 
