@@ -134,6 +134,7 @@ struct GemmTask {
   int chunk_cols = 0;
   int row_tasks = 0;
   int col_tasks = 0;
+  // The next task's index, or with guided row parts the next row panel (NextTask).
   std::atomic<int> next_task{0};
   // pthreadpool orders the hand-off to and from its workers, but it is not instrumented, so
   // ThreadSanitizer cannot see that; a release/acquire pair on these makes the order explicit.
@@ -404,7 +405,8 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   const int threads = static_cast<int>(std::max<std::int64_t>(
       1, std::min<std::int64_t>(state.max_num_threads, work / (16 * state.caches.l1_bytes))));
   // Row parts no larger than blocking.rows, as many as a multiple of the thread count where
-  // there are enough register tiles, so that every thread gets an equal share.
+  // there are enough register tiles, so that every thread gets an equal share; with guided
+  // parts (GemmTask::NextTask), the size of the first, largest ones.
   int row_tasks = (row_panels * format.lhs_rows + blocking.rows - 1) / blocking.rows;
   row_tasks = std::min(row_panels, (row_tasks + threads - 1) / threads * threads);
   // With a single row part, no two tasks share rhs columns: each packs its own, in cache.
