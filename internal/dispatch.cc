@@ -24,6 +24,8 @@ const char* KernelName(Kernel kernel) {
       return "sse41";
     case Kernel::kAvx2:
       return "avx2";
+    case Kernel::kAvx512Vnni:
+      return "avx512vnni";
     case Kernel::kNeon:
       return "neon";
   }
@@ -37,6 +39,11 @@ bool AlwaysSupported() { return true; }
 bool HasSse41() { return cpuinfo_initialize() && cpuinfo_has_x86_sse4_1(); }
 // Every CPU with AVX2 so far has FMA3 too; the AVX2 writer's rescale uses it.
 bool HasAvx2() { return cpuinfo_initialize() && cpuinfo_has_x86_avx2() && cpuinfo_has_x86_fma3(); }
+// Its packing and output stages are the AVX2 ones.
+bool HasAvx512Vnni() {
+  return HasAvx2() && cpuinfo_has_x86_avx512f() && cpuinfo_has_x86_avx512bw() &&
+         cpuinfo_has_x86_avx512vnni();
+}
 #endif
 
 #if defined(__aarch64__)
@@ -72,6 +79,9 @@ const KernelEntry kKernels[] = {
      &internal::Sse41NarrowKernel, &internal::WriteOutputSse41},
     {Kernel::kAvx2, &HasAvx2, &internal::Avx2Kernel, &internal::Avx2PrepackedKernel,
      &internal::Avx2NibbleKernel, &internal::Avx2NarrowKernel, &internal::WriteOutputAvx2},
+    // vpdpbusd multiplies full 8-bit values at the rate narrow kernels would: no narrow ones.
+    {Kernel::kAvx512Vnni, &HasAvx512Vnni, &internal::Avx512VnniKernel, &internal::Avx512VnniKernel,
+     nullptr, nullptr, &internal::WriteOutputAvx2},
 #endif
 #if defined(__aarch64__)
     {Kernel::kNeon, &HasNeon, &BestNeonKernel, &BestNeonKernel, nullptr,
@@ -109,14 +119,15 @@ void CheckAvailable(const std::string& argument, Kernel kernel) {
 }
 
 Kernel KernelFromEnvironment(const char* value) {
-  for (Kernel kernel : {Kernel::kReference, Kernel::kSse41, Kernel::kAvx2, Kernel::kNeon}) {
+  for (Kernel kernel :
+       {Kernel::kReference, Kernel::kSse41, Kernel::kAvx2, Kernel::kAvx512Vnni, Kernel::kNeon}) {
     if (value == std::string(KernelName(kernel))) {
       CheckAvailable("LOWBIT_KERNEL", kernel);
       return kernel;
     }
   }
-  throw Error("LOWBIT_KERNEL",
-              "must be one of: reference, sse41, avx2, neon; got '" + std::string(value) + "'");
+  throw Error("LOWBIT_KERNEL", "must be one of: reference, sse41, avx2, avx512vnni, neon; got '" +
+                                   std::string(value) + "'");
 }
 
 }  // namespace

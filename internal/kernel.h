@@ -91,6 +91,9 @@ const KernelImplementation& Avx2Kernel();
 // matrix-vector products. Both read the same rhs layout.
 const KernelImplementation& Avx2PrepackedKernel();
 const KernelImplementation& Avx2NibbleKernel();
+// Call only when cpuinfo reports AVX-512 F, BW and VNNI and AVX2: kernel_avx512vnni.cc. It serves
+// prepacked weights too, in the same layout.
+const KernelImplementation& Avx512VnniKernel();
 #endif
 #if defined(__aarch64__)
 const KernelImplementation& NeonKernel();

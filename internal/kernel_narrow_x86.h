@@ -134,8 +134,9 @@ struct OneStepProducts {
   static constexpr int kDepth = kNarrowGroup;
   static constexpr PackedType kLhsType = PackedType::kUint8;
   static constexpr PackedType kRhsType = PackedType::kInt8;
-  static typename Isa::Vector Sums(typename Isa::Vector group, typename Isa::Vector rhs) {
-    return Isa::WidenPairsFromMemory(Isa::MultiplyAddBytes(group, rhs));
+  using Vector = typename Isa::Vector;
+  static Vector Add(Vector sums, Vector group, Vector rhs) {
+    return Isa::AddInt32(sums, Isa::WidenPairsFromMemory(Isa::MultiplyAddBytes(group, rhs)));
   }
 };
 

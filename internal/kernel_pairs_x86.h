@@ -42,14 +42,14 @@ struct TileRow {
 };
 
 // Isa provides Vector, kInt32Lanes and: Zero(), BroadcastGroup(const std::uint8_t*) (4 bytes to
-// every 32-bit lane), MultiplyAddPairs (pmaddwd), AddInt32, LoadInt32(const std::int32_t*),
-// StoreInt32(std::int32_t*, Vector), and Load(const void*).
+// every 32-bit lane), AddInt32, LoadInt32(const std::int32_t*), StoreInt32(std::int32_t*,
+// Vector), and Load(const void*).
 //
 // SixRowTile is the 6 x 2-vector tile over an arithmetic: each step, every row's 4-byte lhs group
-// is broadcast against both rhs vectors, and Products turns each pair of them into int32 sums,
+// is broadcast against both rhs vectors, and Products adds each pair of them to the int32 sums,
 // one per column. Products provides kDepth (depth values per step), kLhsType and kRhsType (the
-// packed types) and Sums(broadcast group, rhs vector). The lhs panel holds a row's group after
-// another's, the rhs panel kCols columns' groups a step: 4 x 6 and 4 x kCols bytes a step.
+// packed types) and Add(sums, broadcast group, rhs vector). The lhs panel holds a row's group
+// after another's, the rhs panel kCols columns' groups a step: 4 x 6 and 4 x kCols bytes a step.
 template <typename Isa, typename Products>
 struct SixRowTile {
   using Vector = typename Isa::Vector;
@@ -63,8 +63,7 @@ struct SixRowTile {
 
   static Row MultiplyRow(Row sums, const std::uint8_t* lhs_group, Vector rhs_low, Vector rhs_high) {
     const Vector group = Isa::BroadcastGroup(lhs_group);
-    return {Isa::AddInt32(sums.low, Products::Sums(group, rhs_low)),
-            Isa::AddInt32(sums.high, Products::Sums(group, rhs_high))};
+    return {Products::Add(sums.low, group, rhs_low), Products::Add(sums.high, group, rhs_high)};
   }
 
   // Adds one step of the first kUsedRows rows to row0, row1, ... in turn.
@@ -147,14 +146,15 @@ struct SixRowTile {
   }
 };
 
-// The 8-bit arithmetic: int16 depth pairs, pmaddwd.
+// The 8-bit arithmetic: int16 depth pairs, pmaddwd (Isa::MultiplyAddPairs).
 template <typename Isa>
 struct PairProducts {
   static constexpr int kDepth = kPairGroup;
   static constexpr PackedType kLhsType = PackedType::kInt16;
   static constexpr PackedType kRhsType = PackedType::kInt16;
-  static typename Isa::Vector Sums(typename Isa::Vector group, typename Isa::Vector rhs) {
-    return Isa::MultiplyAddPairs(group, rhs);
+  using Vector = typename Isa::Vector;
+  static Vector Add(Vector sums, Vector group, Vector rhs) {
+    return Isa::AddInt32(sums, Isa::MultiplyAddPairs(group, rhs));
   }
 };
 

@@ -13,9 +13,10 @@ class ContextState;
 }
 
 // Which micro-kernel runs. kAuto takes LOWBIT_KERNEL from the environment when it is set
-// (reference, sse41, avx2, neon), and otherwise the fastest kernel this CPU supports. Every
-// value exists on every platform; choosing one this CPU or build lacks is an error.
-enum class Kernel { kAuto, kReference, kSse41, kAvx2, kNeon };
+// (reference, sse41, avx2, avx512vnni, neon), and otherwise the fastest kernel this CPU
+// supports. Every value exists on every platform; choosing one this CPU or build lacks is an
+// error. kAvx512Vnni needs AVX-512 F, BW and VNNI (and AVX2 with FMA3, for its output stages).
+enum class Kernel { kAuto, kReference, kSse41, kAvx2, kNeon, kAvx512Vnni };
 
 const char* KernelName(Kernel kernel);
 
