@@ -1,4 +1,4 @@
-// The instruction ceilings that the AVX2 targets are set against, measured in the same run as
+// The instruction ceilings that the x86 targets are set against, measured in the same run as
 // the GEMMs: ceiling/<mix>/1024x1024x1024/threads:<t> executes as many multiply-adds as a 1024^3
 // GEMM through nothing but a kernel's arithmetic (no loads, packing or output), with the same
 // GOPS counter, split over t threads at once. This host's speed swings by 10 to 25% within
@@ -107,7 +107,7 @@ __attribute__((target("avx2"))) void RunWidenedByteSteps(std::int64_t steps) {
   "vpaddd %%ymm15, %%ymm" #wide ", %%ymm" #wide "\n\t"            \
   "vpxor %%xmm" #narrow ", %%xmm" #narrow ", %%xmm" #narrow "\n\t"
 // clang-format on
-alignas(64) const std::uint8_t kTileOperands[64] = {};
+alignas(64) const std::uint8_t kTileOperands[128] = {};
 __attribute__((target("avx2"))) void RunPairTileSteps(std::int64_t steps) {
   asm volatile(LOWBIT_SIX_ROW_STEPS(LOWBIT_PAIR_SUMS)
                : "+r"(steps)
@@ -119,6 +119,46 @@ __attribute__((target("avx2"))) void RunOneStepTileSteps(std::int64_t steps) {
                : "+r"(steps)
                : "r"(kTileOperands)
                : LOWBIT_CEILING_CLOBBERS);
+}
+
+// The AVX-512 VNNI kernel's (kernel_avx512vnni.cc): vpdpbusd, 64 multiply-adds into its own
+// accumulator (zmm0-11) each, from zero operands (zmm14-15); and its tile's whole step, the
+// 6-row tile on two 64-byte rhs vectors (zmm12-13) and a broadcast lhs group per row.
+// clang-format off
+#define LOWBIT_DOT(lhs, rhs, acc) "vpdpbusd %%zmm" #lhs ", %%zmm" #rhs ", %%zmm" #acc "\n\t"
+#define LOWBIT_DOT_ROW(offset, even, odd)                       \
+  "vpbroadcastd " #offset "(%1), %%zmm14\n\t"                   \
+  LOWBIT_DOT(14, 12, even) LOWBIT_DOT(14, 13, odd)
+// clang-format on
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void RunDotSteps(std::int64_t steps) {
+  // clang-format off
+  asm volatile("vpxord %%zmm14, %%zmm14, %%zmm14\n\t"
+               "vpxord %%zmm15, %%zmm15, %%zmm15\n\t"
+               "1:\n\t"
+               LOWBIT_DOT(14, 15, 0) LOWBIT_DOT(14, 15, 1) LOWBIT_DOT(14, 15, 2)
+               LOWBIT_DOT(14, 15, 3) LOWBIT_DOT(14, 15, 4) LOWBIT_DOT(14, 15, 5)
+               LOWBIT_DOT(14, 15, 6) LOWBIT_DOT(14, 15, 7) LOWBIT_DOT(14, 15, 8)
+               LOWBIT_DOT(14, 15, 9) LOWBIT_DOT(14, 15, 10) LOWBIT_DOT(14, 15, 11)
+               "dec %0\n\t"
+               "jnz 1b\n\t"
+               : "+r"(steps)
+               :
+               : LOWBIT_CEILING_CLOBBERS);
+  // clang-format on
+}
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void RunDotTileSteps(std::int64_t steps) {
+  // clang-format off
+  asm volatile("1:\n\t"
+               "vmovdqu64 (%1), %%zmm12\n\t"
+               "vmovdqu64 64(%1), %%zmm13\n\t"
+               LOWBIT_DOT_ROW(0, 0, 1) LOWBIT_DOT_ROW(4, 2, 3) LOWBIT_DOT_ROW(8, 4, 5)
+               LOWBIT_DOT_ROW(12, 6, 7) LOWBIT_DOT_ROW(16, 8, 9) LOWBIT_DOT_ROW(20, 10, 11)
+               "dec %0\n\t"
+               "jnz 1b\n\t"
+               : "+r"(steps)
+               : "r"(kTileOperands)
+               : LOWBIT_CEILING_CLOBBERS);
+  // clang-format on
 }
 
 // The narrow tile widens every kSteps steps: L7R5 every 8, L4R4 every 128.
@@ -200,6 +240,12 @@ const Registration registration([] {
   RegisterCeiling("narrow_tile_step_k128", 6 * 32, &RunNarrowTileSteps<128>);
   RegisterCeiling("vpmaddubsw_vpmaddwd_vpaddd", 12 * 32, &RunWidenedByteSteps);
   RegisterCeiling("one_step_tile_step", 12 * 32, &RunOneStepTileSteps);
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512vnni")) {
+    return;
+  }
+  RegisterCeiling("vpdpbusd", 12 * 64, &RunDotSteps, {1, 2});
+  RegisterCeiling("dot_tile_step", 12 * 64, &RunDotTileSteps, {1, 2});
 });
 
 }  // namespace

@@ -35,6 +35,18 @@ lowbit_bench::SummaryReporter::Ceilings Avx2Ceilings() {
   return ceilings;
 }
 
+// The AVX-512 VNNI kernel's: it runs prepacked weights and the narrow settings through its 8-bit
+// tile too.
+lowbit_bench::SummaryReporter::Ceilings Avx512VnniCeilings() {
+  lowbit_bench::SummaryReporter::Ceilings ceilings;
+  for (const LowbitSetting& setting : LowbitSettings()) {
+    if (setting.kernel != lowbit::Kernel::kAvx512Vnni) continue;
+    ceilings.arithmetic[setting.name] = "vpdpbusd";
+    ceilings.tile_step[setting.name] = "dot_tile_step";
+  }
+  return ceilings;
+}
+
 // The narrow settings run on the shapes of their targets only.
 void RegisterLowbit() {
   for (const LowbitSetting& setting : LowbitSettings()) {
@@ -60,8 +72,9 @@ int main(int argc, char** argv) {
   const lowbit::Kernel best = lowbit::Context().ResolvedKernel();
   lowbit_bench::SummaryReporter reporter(
       benchmark::CreateDefaultDisplayReporter(), lowbit::KernelName(best),
-      best == lowbit::Kernel::kAvx2 ? lowbit_bench::Avx2Ceilings()
-                                    : lowbit_bench::SummaryReporter::Ceilings{});
+      best == lowbit::Kernel::kAvx2         ? lowbit_bench::Avx2Ceilings()
+      : best == lowbit::Kernel::kAvx512Vnni ? lowbit_bench::Avx512VnniCeilings()
+                                            : lowbit_bench::SummaryReporter::Ceilings{});
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;
