@@ -1,7 +1,7 @@
 // lowbit::fixedpoint: gemmlowp-compatible fixed-point arithmetic (SRDHM, RoundingDivideByPOT,
 // FixedPoint<Raw, IntegerBits>, exp/tanh/logistic), written once over a raw type so SIMD back ends
 // only supply primitives and stay bit-exact with the scalar one. The SIMD back ends
-// (fixedpoint_{sse41,avx2,neon}.h) are not included here: only code compiled for an ISA may
+// (fixedpoint_{sse41,avx2,avx512,neon}.h) are not included here: only code compiled for an ISA may
 // include its back end (doc/design.md, "Fixed-point back ends").
 #ifndef LOWBIT_FIXEDPOINT_FIXEDPOINT_H_
 #define LOWBIT_FIXEDPOINT_FIXEDPOINT_H_

@@ -39,7 +39,7 @@ bool AlwaysSupported() { return true; }
 bool HasSse41() { return cpuinfo_initialize() && cpuinfo_has_x86_sse4_1(); }
 // Every CPU with AVX2 so far has FMA3 too; the AVX2 writer's rescale uses it.
 bool HasAvx2() { return cpuinfo_initialize() && cpuinfo_has_x86_avx2() && cpuinfo_has_x86_fma3(); }
-// Its packing and output stages are the AVX2 ones.
+// Its packing and requantizing are the AVX2 ones.
 bool HasAvx512Vnni() {
   return HasAvx2() && cpuinfo_has_x86_avx512f() && cpuinfo_has_x86_avx512bw() &&
          cpuinfo_has_x86_avx512vnni();
@@ -81,7 +81,7 @@ const KernelEntry kKernels[] = {
      &internal::Avx2NibbleKernel, &internal::Avx2NarrowKernel, &internal::WriteOutputAvx2},
     // vpdpbusd multiplies full 8-bit values at the rate narrow kernels would: no narrow ones.
     {Kernel::kAvx512Vnni, &HasAvx512Vnni, &internal::Avx512VnniKernel, &internal::Avx512VnniKernel,
-     nullptr, nullptr, &internal::WriteOutputAvx2},
+     nullptr, nullptr, &internal::WriteOutputAvx512},
 #endif
 #if defined(__aarch64__)
     {Kernel::kNeon, &HasNeon, &BestNeonKernel, &BestNeonKernel, nullptr,

@@ -26,6 +26,9 @@ void WriteOutputSse41(const OutputProgram& program, const AccumulatorBlock& bloc
                       const OffsetTerms& terms, const Rescale* rescale, const MatrixView& result);
 void WriteOutputAvx2(const OutputProgram& program, const AccumulatorBlock& block,
                      const OffsetTerms& terms, const Rescale* rescale, const MatrixView& result);
+// Only where cpuinfo reports AVX-512 F and BW (the AVX-512 VNNI kernel's CPUs).
+void WriteOutputAvx512(const OutputProgram& program, const AccumulatorBlock& block,
+                       const OffsetTerms& terms, const Rescale* rescale, const MatrixView& result);
 #endif
 #if defined(__aarch64__)
 void WriteOutputNeon(const OutputProgram& program, const AccumulatorBlock& block,

@@ -204,6 +204,8 @@ void ApplySse41(Operation operation, const std::int32_t* a, const std::int32_t* 
                 std::int32_t* result, int count);
 void ApplyAvx2(Operation operation, const std::int32_t* a, const std::int32_t* b, int exponent,
                std::int32_t* result, int count);
+void ApplyAvx512(Operation operation, const std::int32_t* a, const std::int32_t* b, int exponent,
+                 std::int32_t* result, int count);
 #endif
 #if defined(__aarch64__)
 void ApplyNeon(Operation operation, const std::int32_t* a, const std::int32_t* b, int exponent,

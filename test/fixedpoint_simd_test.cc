@@ -17,7 +17,7 @@ namespace fixedpoint {
 namespace lanes {
 namespace {
 
-constexpr int kMaxLanes = 8;
+constexpr int kMaxLanes = 16;
 
 struct BackEnd {
   std::string name;
@@ -29,6 +29,9 @@ std::vector<BackEnd> AvailableBackEnds() {
 #if defined(__x86_64__)
   if (cpuinfo_initialize() && cpuinfo_has_x86_sse4_1()) back_ends.push_back({"sse41", ApplySse41});
   if (cpuinfo_initialize() && cpuinfo_has_x86_avx2()) back_ends.push_back({"avx2", ApplyAvx2});
+  if (cpuinfo_initialize() && cpuinfo_has_x86_avx512f()) {
+    back_ends.push_back({"avx512", ApplyAvx512});
+  }
 #endif
 #if defined(__aarch64__)
   back_ends.push_back({"neon", ApplyNeon});

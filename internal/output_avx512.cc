@@ -1,0 +1,107 @@
+// The AVX-512 output writer: the common writer (internal/output_writer.h) sixteen lanes at a time,
+// on the AVX-512 fixedpoint back end, for the AVX-512 VNNI kernel. Compiled with -mavx512f
+// -mavx512bw (and the AVX2 flags, which every CPU with AVX-512 has).
+#include <cstdint>
+
+#include "fixedpoint/fixedpoint_avx512.h"  // and <immintrin.h>, without GCC 12's false warnings
+#include "internal/output.h"
+#include "internal/output_writer.h"
+
+namespace lowbit {
+namespace internal {
+namespace {
+
+struct Avx512 {
+  using Raw = fixedpoint::Avx512Int32x16;
+  static constexpr int kLanes = 16;
+
+  static Raw Load(const std::int32_t* values) { return {_mm512_loadu_si512(values)}; }
+  static Raw Min(Raw a, Raw b) { return {_mm512_min_epi32(a.v, b.v)}; }
+  static Raw Max(Raw a, Raw b) { return {_mm512_max_epi32(a.v, b.v)}; }
+
+  // Within each 128-bit lane L, the 4 x 4 squares of every four rows, as in output_avx2.cc; then
+  // row 4L + c of the result gathers lane L of column c's vector of each of the four squares.
+  static void Transpose(Raw (&rows)[kLanes]) {
+    __m512i pairs[kLanes];
+    for (int i = 0; i < kLanes; i += 2) {
+      pairs[i] = _mm512_unpacklo_epi32(rows[i].v, rows[i + 1].v);
+      pairs[i + 1] = _mm512_unpackhi_epi32(rows[i].v, rows[i + 1].v);
+    }
+    __m512i squares[4][4];  // squares[k][c]: column 4L + c of rows 4k .. 4k + 3, in lane L
+    for (int k = 0; k < 4; ++k) {
+      squares[k][0] = _mm512_unpacklo_epi64(pairs[4 * k], pairs[4 * k + 2]);
+      squares[k][1] = _mm512_unpackhi_epi64(pairs[4 * k], pairs[4 * k + 2]);
+      squares[k][2] = _mm512_unpacklo_epi64(pairs[4 * k + 1], pairs[4 * k + 3]);
+      squares[k][3] = _mm512_unpackhi_epi64(pairs[4 * k + 1], pairs[4 * k + 3]);
+    }
+    constexpr int kEvenLanes = _MM_SHUFFLE(2, 0, 2, 0);
+    constexpr int kOddLanes = _MM_SHUFFLE(3, 1, 3, 1);
+    for (int c = 0; c < 4; ++c) {
+      // Lanes 0, 2 | 0, 2 and 1, 3 | 1, 3 of squares 0 and 1, and of squares 2 and 3.
+      const __m512i even01 = _mm512_shuffle_i32x4(squares[0][c], squares[1][c], kEvenLanes);
+      const __m512i odd01 = _mm512_shuffle_i32x4(squares[0][c], squares[1][c], kOddLanes);
+      const __m512i even23 = _mm512_shuffle_i32x4(squares[2][c], squares[3][c], kEvenLanes);
+      const __m512i odd23 = _mm512_shuffle_i32x4(squares[2][c], squares[3][c], kOddLanes);
+      rows[c].v = _mm512_shuffle_i32x4(even01, even23, kEvenLanes);
+      rows[4 + c].v = _mm512_shuffle_i32x4(odd01, odd23, kEvenLanes);
+      rows[8 + c].v = _mm512_shuffle_i32x4(even01, even23, kOddLanes);
+      rows[12 + c].v = _mm512_shuffle_i32x4(odd01, odd23, kOddLanes);
+    }
+  }
+
+  // As in output_avx2.cc: every product and sum is an exact integer in double, and vcvtpd2dq
+  // saturates below; only the upper bound needs a clamp.
+  static Raw RescaleLanes(Raw sums, double line_a, double line_b, const double* along_a,
+                          const double* along_b, double reciprocal) {
+    const auto eight = [&](__m256i eight_sums, int first) {
+      const __m512d n = _mm512_fmadd_pd(
+          _mm512_set1_pd(65025.0), _mm512_cvtepi32_pd(eight_sums),
+          _mm512_fmadd_pd(_mm512_set1_pd(line_a), _mm512_loadu_pd(along_a + first),
+                          _mm512_mul_pd(_mm512_set1_pd(line_b), _mm512_loadu_pd(along_b + first))));
+      const __m512d quotient = _mm512_mul_pd(n, _mm512_set1_pd(reciprocal));
+      return _mm512_cvtpd_epi32(_mm512_min_pd(quotient, _mm512_set1_pd(2147483647.0)));
+    };
+    return {_mm512_inserti64x4(_mm512_castsi256_si512(eight(_mm512_castsi512_si256(sums.v), 0)),
+                               eight(_mm512_extracti64x4_epi64(sums.v, 1), 8), 1)};
+  }
+
+  // vpmovsdw and vpmovsdb saturate signed lanes; vpmovusdb saturates unsigned ones, so the
+  // negative lanes go to zero first.
+  template <ElementType kType>
+  static void StoreSaturated(Raw a, Raw b, void* out) {
+    auto* bytes = static_cast<char*>(out);
+    if (kType == ElementType::kInt16) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes), _mm512_cvtsepi32_epi16(a.v));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes + 32), _mm512_cvtsepi32_epi16(b.v));
+      return;
+    }
+    const auto narrow = [](__m512i v) {
+      return kType == ElementType::kInt8
+                 ? _mm512_cvtsepi32_epi8(v)
+                 : _mm512_cvtusepi32_epi8(_mm512_max_epi32(v, _mm512_setzero_si512()));
+    };
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(bytes), narrow(a.v));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(bytes + 16), narrow(b.v));
+  }
+
+  // vpmovdw and vpmovdb keep each lane's low bytes.
+  static void Store(Raw v, int size, void* out) {
+    if (size == 4) {
+      _mm512_storeu_si512(out, v.v);
+    } else if (size == 2) {
+      _mm256_storeu_si256(static_cast<__m256i*>(out), _mm512_cvtepi32_epi16(v.v));
+    } else {
+      _mm_storeu_si128(static_cast<__m128i*>(out), _mm512_cvtepi32_epi8(v.v));
+    }
+  }
+};
+
+}  // namespace
+
+void WriteOutputAvx512(const OutputProgram& program, const AccumulatorBlock& block,
+                       const OffsetTerms& terms, const Rescale* rescale, const MatrixView& result) {
+  output_writer::WriteOutput<Avx512>(program, block, terms, rescale, result);
+}
+
+}  // namespace internal
+}  // namespace lowbit
