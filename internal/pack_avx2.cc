@@ -17,8 +17,9 @@ namespace {
 
 constexpr int kStep = 16;       // depth values per row and step: 8 pairs, one register
 constexpr int kGroupDepth = 4;  // depth values per group of the byte, nibble and quad layouts
-// The widest panel packed in steps (PackPanelInSteps keeps a register of row sums per 4 rows).
-constexpr int kMaxSteppedWidth = 16;
+// The widest panel packed in steps (PackPanelInSteps keeps a register of row sums per 4 rows):
+// the AVX-512 VNNI kernel's 32-column rhs panels.
+constexpr int kMaxSteppedWidth = 32;
 
 // The 8 pairs of depth d .. d + 15 of a row, widened to int16: pairs 0-3 in the low half,
 // 4-7 in the high half.
@@ -164,7 +165,7 @@ __attribute__((always_inline)) inline void PackByteGroups2RowsStep(
 }
 
 // The steps of `depth` (a multiple of `step`) of one whole panel of `width` rows, an even number
-// up to 16, each step 8 groups of `row_group` elements per row: at each step the panel's rows
+// up to 32, each step 8 groups of `row_group` elements per row: at each step the panel's rows
 // four at a time, then two (`four_rows` and `two_rows`, which take the first row, the source
 // stride, the panel's group stride, where the rows' first group goes and their sums). Step by
 // step across the panel rather than four rows through the whole depth: short depths then loop
@@ -178,7 +179,7 @@ __attribute__((always_inline)) inline void PackPanelInSteps(const std::uint8_t* 
                                                             FourRows four_rows, TwoRows two_rows) {
   const int group_stride = width * row_group;
   __m256i row_sums[kMaxSteppedWidth / 4];
-  for (__m256i& chunk_sums : row_sums) chunk_sums = _mm256_setzero_si256();
+  for (int chunk = 0; chunk < width; chunk += 4) row_sums[chunk / 4] = _mm256_setzero_si256();
   for (int d = 0; d < depth; d += step, out += 8 * group_stride) {
     for (int chunk = 0; chunk < width; chunk += 4) {
       const std::uint8_t* row = rows_base + chunk * stride + d;
@@ -209,6 +210,8 @@ void PackPanelOfWidth(const std::uint8_t* rows_base, std::ptrdiff_t stride, int 
       return pack(6);
     case 16:
       return pack(16);
+    case 32:
+      return pack(32);
     default:
       return pack(width);
   }
