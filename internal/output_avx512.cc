@@ -65,23 +65,23 @@ struct Avx512 {
                                eight(_mm512_extracti64x4_epi64(sums.v, 1), 8), 1)};
   }
 
-  // vpmovsdw and vpmovsdb saturate signed lanes; vpmovusdb saturates unsigned ones, so the
-  // negative lanes go to zero first.
+  // The packs saturate as output_avx2.cc's do, per 128-bit lane: lane L ends up with a's lanes
+  // 4L .. 4L + 3 and then b's, which one vpermd or vpermq puts in order. Two saturating narrowing
+  // moves (vpmovusdb, 2 uops each) and stores instead made 64^3 and 1024^3 GEMMs 1 to 2% slower.
   template <ElementType kType>
   static void StoreSaturated(Raw a, Raw b, void* out) {
-    auto* bytes = static_cast<char*>(out);
+    const __m512i halves = _mm512_packs_epi32(a.v, b.v);
     if (kType == ElementType::kInt16) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes), _mm512_cvtsepi32_epi16(a.v));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes + 32), _mm512_cvtsepi32_epi16(b.v));
+      _mm512_storeu_si512(
+          out, _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), halves));
       return;
     }
-    const auto narrow = [](__m512i v) {
-      return kType == ElementType::kInt8
-                 ? _mm512_cvtsepi32_epi8(v)
-                 : _mm512_cvtusepi32_epi8(_mm512_max_epi32(v, _mm512_setzero_si512()));
-    };
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(bytes), narrow(a.v));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(bytes + 16), narrow(b.v));
+    // The same as bytes, twice over in each lane: dword 0 a's four, dword 1 b's.
+    const __m512i bytes = kType == ElementType::kInt8 ? _mm512_packs_epi16(halves, halves)
+                                                      : _mm512_packus_epi16(halves, halves);
+    const __m512i in_order = _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 4, 8, 12, 1, 5, 9, 13), bytes);
+    _mm256_storeu_si256(static_cast<__m256i*>(out), _mm512_castsi512_si256(in_order));
   }
 
   // vpmovdw and vpmovdb keep each lane's low bytes.
