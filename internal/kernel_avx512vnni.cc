@@ -56,8 +56,8 @@ void PackLhsAvx512Vnni(const MatrixView& source, int start, int count, int depth
 
 void PackRhsAvx512Vnni(const MatrixView& source, int start, int count, int depth_start, int depth,
                        void* packed, std::int32_t* sums) {
-  PackByteGroupsAvx2(source, kFormat.rhs_type, kFormat.rhs_cols, start, count, depth_start, depth,
-                     packed, sums);
+  PackByteGroupsAvx512(source, kFormat.rhs_type, kFormat.rhs_cols, start, count, depth_start, depth,
+                       packed, sums);
 }
 
 }  // namespace

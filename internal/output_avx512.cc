@@ -6,6 +6,7 @@
 #include "fixedpoint/fixedpoint_avx512.h"  // and <immintrin.h>, without GCC 12's false warnings
 #include "internal/output.h"
 #include "internal/output_writer.h"
+#include "internal/transpose_avx512.h"
 
 namespace lowbit {
 namespace internal {
@@ -19,34 +20,11 @@ struct Avx512 {
   static Raw Min(Raw a, Raw b) { return {_mm512_min_epi32(a.v, b.v)}; }
   static Raw Max(Raw a, Raw b) { return {_mm512_max_epi32(a.v, b.v)}; }
 
-  // Within each 128-bit lane L, the 4 x 4 squares of every four rows, as in output_avx2.cc; then
-  // row 4L + c of the result gathers lane L of column c's vector of each of the four squares.
   static void Transpose(Raw (&rows)[kLanes]) {
-    __m512i pairs[kLanes];
-    for (int i = 0; i < kLanes; i += 2) {
-      pairs[i] = _mm512_unpacklo_epi32(rows[i].v, rows[i + 1].v);
-      pairs[i + 1] = _mm512_unpackhi_epi32(rows[i].v, rows[i + 1].v);
-    }
-    __m512i squares[4][4];  // squares[k][c]: column 4L + c of rows 4k .. 4k + 3, in lane L
-    for (int k = 0; k < 4; ++k) {
-      squares[k][0] = _mm512_unpacklo_epi64(pairs[4 * k], pairs[4 * k + 2]);
-      squares[k][1] = _mm512_unpackhi_epi64(pairs[4 * k], pairs[4 * k + 2]);
-      squares[k][2] = _mm512_unpacklo_epi64(pairs[4 * k + 1], pairs[4 * k + 3]);
-      squares[k][3] = _mm512_unpackhi_epi64(pairs[4 * k + 1], pairs[4 * k + 3]);
-    }
-    constexpr int kEvenLanes = _MM_SHUFFLE(2, 0, 2, 0);
-    constexpr int kOddLanes = _MM_SHUFFLE(3, 1, 3, 1);
-    for (int c = 0; c < 4; ++c) {
-      // Lanes 0, 2 | 0, 2 and 1, 3 | 1, 3 of squares 0 and 1, and of squares 2 and 3.
-      const __m512i even01 = _mm512_shuffle_i32x4(squares[0][c], squares[1][c], kEvenLanes);
-      const __m512i odd01 = _mm512_shuffle_i32x4(squares[0][c], squares[1][c], kOddLanes);
-      const __m512i even23 = _mm512_shuffle_i32x4(squares[2][c], squares[3][c], kEvenLanes);
-      const __m512i odd23 = _mm512_shuffle_i32x4(squares[2][c], squares[3][c], kOddLanes);
-      rows[c].v = _mm512_shuffle_i32x4(even01, even23, kEvenLanes);
-      rows[4 + c].v = _mm512_shuffle_i32x4(odd01, odd23, kEvenLanes);
-      rows[8 + c].v = _mm512_shuffle_i32x4(even01, even23, kOddLanes);
-      rows[12 + c].v = _mm512_shuffle_i32x4(odd01, odd23, kOddLanes);
-    }
+    __m512i vectors[kLanes];
+    for (int i = 0; i < kLanes; ++i) vectors[i] = rows[i].v;
+    TransposeInt32x16x16(vectors);
+    for (int i = 0; i < kLanes; ++i) rows[i].v = vectors[i];
   }
 
   // As in output_avx2.cc: every product and sum is an exact integer in double, and vcvtpd2dq

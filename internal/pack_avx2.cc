@@ -270,36 +270,6 @@ void PackByteThreeRowPanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t st
   }
 }
 
-// The walk both packers share. `steps(rows_base, stepped_depth, panel_out, panel_sums)` packs
-// the whole steps of a whole panel of a depth-contiguous source (`stepped`); `rest(first_row,
-// rows, depth_start, depth, out, sums)`, the SSE4.1 packer, packs those panels' depth tails and
-// every other panel. The tail's groups follow the steps' in a panel: stepped_depth / depth_group
-// groups of panel_width rows in.
-template <typename Packed, typename Steps, typename Rest>
-void PackWholePanelsInSteps(const MatrixView& source, bool stepped, int panel_width, int start,
-                            int count, int depth_start, int depth, int step, int depth_group,
-                            Packed* out, std::int32_t* sums, Steps steps, Rest rest) {
-  const int whole_panels = stepped && source.order == Order::kRowMajor ? count / panel_width : 0;
-  const int stepped_depth = depth / step * step;
-  const int padded_depth = (depth + depth_group - 1) / depth_group * depth_group;
-  const auto* data = static_cast<const std::uint8_t*>(source.data);
-  for (int panel = 0; panel < whole_panels; ++panel) {
-    const int first_row = start + panel * panel_width;
-    Packed* panel_out = out + static_cast<std::ptrdiff_t>(panel) * panel_width * padded_depth;
-    std::int32_t* panel_sums = sums + panel * panel_width;
-    steps(data + first_row * source.stride + depth_start, stepped_depth, panel_out, panel_sums);
-    if (stepped_depth < depth) {
-      rest(first_row, panel_width, depth_start + stepped_depth, depth - stepped_depth,
-           panel_out + stepped_depth * panel_width, panel_sums);
-    }
-  }
-  const int done = whole_panels * panel_width;
-  if (done < count) {
-    rest(start + done, count - done, depth_start, depth,
-         out + static_cast<std::ptrdiff_t>(whole_panels) * panel_width * padded_depth, sums + done);
-  }
-}
-
 // The whole 32-value steps of `depth` of a 2-row panel from a row-major source (row1 null for a
 // last panel of one row): each row's 8 byte groups a step, split into their low and high 4 bits,
 // interleaved into the panel's groups. `delta` makes the values uint8 (PackedValueShift).

@@ -1,11 +1,12 @@
 // The x86 packing routines: int16 values in depth pairs or groups of 4 (kernel.h's layout with
 // depth_group 2 or 4), which is what pmaddwd / vpmaddwd multiply, and byte groups, whole or
-// split into nibbles, for the pmaddubsw kernels. The SSE4.1 routines (pack_sse41.cc) handle every
-// layout; the AVX2 ones (pack_avx2.cc) take the common case twice as wide and hand the rest to
-// them.
+// split into nibbles, for the pmaddubsw and vpdpbusd kernels. The SSE4.1 routines
+// (pack_sse41.cc) handle every layout; the AVX2 ones (pack_avx2.cc) take the common case twice as
+// wide and hand the rest to them, and the AVX-512 one (pack_avx512.cc) wide byte-group panels.
 #ifndef LOWBIT_INTERNAL_PACK_X86_H_
 #define LOWBIT_INTERNAL_PACK_X86_H_
 
+#include <cstddef>
 #include <cstdint>
 
 #include "internal/kernel.h"
@@ -54,6 +55,42 @@ void PackNibbleGroupsAvx2(const MatrixView& source, int panel_width, int start, 
 using PackByteGroupsFunction = void (*)(const MatrixView& source, PackedType type, int panel_width,
                                         int start, int count, int depth_start, int depth,
                                         void* packed, std::int32_t* sums);
+
+// The same layout as PackByteGroupsSse41, kUint8 panels of 16 or 32 rows of a row-major source in
+// AVX-512 steps of 64 depth values (the rest as PackByteGroupsAvx2 packs it). Only call it on a
+// CPU with AVX-512 F, BW and VNNI and AVX2.
+void PackByteGroupsAvx512(const MatrixView& source, PackedType type, int panel_width, int start,
+                          int count, int depth_start, int depth, void* packed, std::int32_t* sums);
+
+// The walk the vector packers share. `steps(rows_base, stepped_depth, panel_out, panel_sums)`
+// packs the whole steps of a whole panel of a depth-contiguous source (`stepped`);
+// `rest(first_row, rows, depth_start, depth, out, sums)`, a narrower packer of the same layout,
+// packs those panels' depth tails and every other panel. The tail's groups follow the steps' in a
+// panel: stepped_depth / depth_group groups of panel_width rows in.
+template <typename Packed, typename Steps, typename Rest>
+void PackWholePanelsInSteps(const MatrixView& source, bool stepped, int panel_width, int start,
+                            int count, int depth_start, int depth, int step, int depth_group,
+                            Packed* out, std::int32_t* sums, Steps steps, Rest rest) {
+  const int whole_panels = stepped && source.order == Order::kRowMajor ? count / panel_width : 0;
+  const int stepped_depth = depth / step * step;
+  const int padded_depth = (depth + depth_group - 1) / depth_group * depth_group;
+  const auto* data = static_cast<const std::uint8_t*>(source.data);
+  for (int panel = 0; panel < whole_panels; ++panel) {
+    const int first_row = start + panel * panel_width;
+    Packed* panel_out = out + static_cast<std::ptrdiff_t>(panel) * panel_width * padded_depth;
+    std::int32_t* panel_sums = sums + panel * panel_width;
+    steps(data + first_row * source.stride + depth_start, stepped_depth, panel_out, panel_sums);
+    if (stepped_depth < depth) {
+      rest(first_row, panel_width, depth_start + stepped_depth, depth - stepped_depth,
+           panel_out + stepped_depth * panel_width, panel_sums);
+    }
+  }
+  const int done = whole_panels * panel_width;
+  if (done < count) {
+    rest(start + done, count - done, depth_start, depth,
+         out + static_cast<std::ptrdiff_t>(whole_panels) * panel_width * padded_depth, sums + done);
+  }
+}
 
 }  // namespace internal
 }  // namespace lowbit

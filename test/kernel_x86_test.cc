@@ -4,14 +4,17 @@
 // the depth group, around the nibble kernel's int16 run and where int32 sums wrap.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "internal/kernel.h"
 #include "internal/pack.h"
+#include "internal/pack_x86.h"
 #include "public/lowbit.h"
 #include "test/kernel_check.h"
 
@@ -130,43 +133,78 @@ TEST(KernelX86Test, PrepackedImplementationsShareTheRhsLayout) {
   }
 }
 
-// The kernel's packer must write exactly what the portable packer writes, and add the same
-// row sums, for every panel fill, depth tail, storage order, type and source offset.
-TEST(KernelX86Test, PackingMatchesPortablePacker) {
+// `pack` (a PackFunction for `width`-row panels of `packed_type` values in `format`'s depth
+// groups) must write exactly what the portable packer writes, and add the same row sums, for
+// every panel fill, depth tail, storage order, type and source offset.
+template <typename Pack>
+void ExpectPackerMatchesPortablePacker(const std::string& name, const KernelFormat& format,
+                                       int width, internal::PackedType packed_type, Pack pack) {
   std::mt19937 random(7);
+  for (Order order : {Order::kRowMajor, Order::kColMajor}) {
+    for (ElementType type : {ElementType::kUint8, ElementType::kInt8}) {
+      for (int count : {1, width - 1, width, width + 1, 2 * width + 3}) {
+        for (int depth : {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 64, 67, 100, 192, 259}) {
+          for (int depth_start : {0, 5}) {
+            const int start = 2;
+            const SourceMatrix source(start + count + 1, depth_start + depth + 1, order, type, 3,
+                                      [&](int, int) { return random() & 0xff; });
+            const std::size_t size = PackedBytes(count, width, depth, format, packed_type);
+            std::vector<std::uint8_t> expected(size + 1, 77), packed(size + 1, 77);
+            std::vector<std::int32_t> expected_sums(count, 1000), sums(count, 1000);
+            PackPortably(source.view, format, packed_type, width, start, count, depth_start, depth,
+                         expected.data(), expected_sums.data());
+            pack(source.view, start, count, depth_start, depth, packed.data(), sums.data());
+            ASSERT_EQ(packed, expected)
+                << name << " count " << count << " depth " << depth << " start " << depth_start
+                << (order == Order::kRowMajor ? " row-major" : " col-major")
+                << (type == ElementType::kInt8 ? " int8" : " uint8");
+            ASSERT_EQ(sums, expected_sums) << name << " count " << count << " depth " << depth;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(KernelX86Test, PackingMatchesPortablePacker) {
   for (Kernel kernel : X86Kernels()) {
     for (const KernelImplementation* implementation : Implementations(kernel)) {
       const KernelFormat& format = implementation->format;
       for (bool lhs_side : {true, false}) {
-        const int width = lhs_side ? format.lhs_rows : format.rhs_cols;
-        const internal::PackedType packed_type = lhs_side ? format.lhs_type : format.rhs_type;
-        const PackFunction pack = lhs_side ? implementation->pack_lhs : implementation->pack_rhs;
-        for (Order order : {Order::kRowMajor, Order::kColMajor}) {
-          for (ElementType type : {ElementType::kUint8, ElementType::kInt8}) {
-            for (int count : {1, width - 1, width, width + 1, 2 * width + 3}) {
-              for (int depth : {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 64, 67, 100}) {
-                for (int depth_start : {0, 5}) {
-                  const int start = 2;
-                  const SourceMatrix source(start + count + 1, depth_start + depth + 1, order, type,
-                                            3, [&](int, int) { return random() & 0xff; });
-                  const std::size_t size = PackedBytes(count, width, depth, format, packed_type);
-                  std::vector<std::uint8_t> expected(size + 1, 77), packed(size + 1, 77);
-                  std::vector<std::int32_t> expected_sums(count, 1000), sums(count, 1000);
-                  PackPortably(source.view, format, packed_type, width, start, count, depth_start,
-                               depth, expected.data(), expected_sums.data());
-                  pack(source.view, start, count, depth_start, depth, packed.data(), sums.data());
-                  ASSERT_EQ(packed, expected)
-                      << KernelName(kernel) << (lhs_side ? " lhs" : " rhs") << " count " << count
-                      << " depth " << depth << " start " << depth_start
-                      << (order == Order::kRowMajor ? " row-major" : " col-major")
-                      << (type == ElementType::kInt8 ? " int8" : " uint8");
-                  ASSERT_EQ(sums, expected_sums)
-                      << KernelName(kernel) << " count " << count << " depth " << depth;
-                }
-              }
-            }
-          }
-        }
+        ExpectPackerMatchesPortablePacker(
+            std::string(KernelName(kernel)) + (lhs_side ? " lhs" : " rhs"), format,
+            lhs_side ? format.lhs_rows : format.rhs_cols,
+            lhs_side ? format.lhs_type : format.rhs_type,
+            lhs_side ? implementation->pack_lhs : implementation->pack_rhs);
+      }
+    }
+  }
+}
+
+// The byte-group packers for both packed types and the widths the kernels use, whichever type
+// their kernels take today: each hands part of its work to the next narrower one.
+TEST(KernelX86Test, ByteGroupPackersMatchPortablePacker) {
+  const std::vector<Kernel> available = X86Kernels();
+  const auto has = [&](Kernel kernel) {
+    return std::find(available.begin(), available.end(), kernel) != available.end();
+  };
+  std::vector<std::pair<std::string, internal::PackByteGroupsFunction>> packers;
+  if (has(Kernel::kSse41)) packers.push_back({"sse41", &internal::PackByteGroupsSse41});
+  if (has(Kernel::kAvx2)) packers.push_back({"avx2", &internal::PackByteGroupsAvx2});
+  if (has(Kernel::kAvx512Vnni)) packers.push_back({"avx512", &internal::PackByteGroupsAvx512});
+  for (const auto& packer : packers) {
+    for (internal::PackedType packed_type :
+         {internal::PackedType::kUint8, internal::PackedType::kInt8}) {
+      for (int width : {3, 6, 16, 32}) {
+        const KernelFormat format{width, width, 4, packed_type, packed_type};
+        const auto pack = [&](const MatrixView& source, int start, int count, int depth_start,
+                              int depth, void* packed, std::int32_t* sums) {
+          packer.second(source, packed_type, width, start, count, depth_start, depth, packed, sums);
+        };
+        ExpectPackerMatchesPortablePacker(
+            packer.first + (packed_type == internal::PackedType::kInt8 ? " int8" : " uint8") +
+                " width " + std::to_string(width),
+            format, width, packed_type, pack);
       }
     }
   }
