@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "internal/blocking.h"
+#include "internal/thread_backoff.h"
 #include "public/context.h"
 
 namespace lowbit {
@@ -23,6 +24,7 @@ class ContextState {
   Kernel kernel = Kernel::kAuto;
   // Detected once; the tests shrink them to force many small blocks on small shapes.
   CacheSizes caches;
+  ThreadBackoff thread_backoff;
 
   // A pool of max_num_threads threads, created on first use and re-created when the count
   // changes; null when one thread is asked for.

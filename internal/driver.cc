@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -140,6 +141,10 @@ struct GemmTask {
   // ThreadSanitizer cannot see that; a release/acquire pair on these makes the order explicit.
   std::atomic<int> handed_out{0};
   std::atomic<int> handed_back{0};
+  // What the parallel parts took, added up, and what the calls that ran them took (Parallelize):
+  // how well several threads went, for ThreadBackoff.
+  std::atomic<std::int64_t> busy_nanoseconds{0};
+  std::int64_t wall_nanoseconds = 0;
   // Requantized operands: the rescale with lhs and rhs as the task sees them, and as the result
   // does (for the writer); or null.
   const Rescale* rescale = nullptr;
@@ -329,22 +334,29 @@ struct GemmTask {
     }
   }
 
-  static void PackRhsThunk(void* task, std::size_t part) {
+  // Runs (task->*kPart)(part) on a pool thread, and adds the time it took to busy_nanoseconds.
+  template <auto kPart>
+  static void Thunk(void* task, std::size_t part) {
     auto* self = static_cast<GemmTask*>(task);
     self->handed_out.load(std::memory_order_acquire);
-    self->PackRhsPart(static_cast<int>(part));
-    self->handed_back.fetch_add(1, std::memory_order_release);
-  }
-  static void RunWorkerThunk(void* task, std::size_t worker) {
-    auto* self = static_cast<GemmTask*>(task);
-    self->handed_out.load(std::memory_order_acquire);
-    self->RunWorker(static_cast<int>(worker));
+    const auto begin = std::chrono::steady_clock::now();
+    (self->*kPart)(static_cast<int>(part));
+    const auto busy = std::chrono::steady_clock::now() - begin;
+    self->busy_nanoseconds.fetch_add(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(busy).count(),
+        std::memory_order_relaxed);
     self->handed_back.fetch_add(1, std::memory_order_release);
   }
 
-  void Parallelize(pthreadpool_t pool, void (*thunk)(void*, std::size_t)) {
+  // Runs kPart for parts 0 .. workers - 1 on the pool, and adds the call's time to
+  // wall_nanoseconds.
+  template <auto kPart>
+  void Parallelize(pthreadpool_t pool) {
     handed_out.fetch_add(1, std::memory_order_release);
-    pthreadpool_parallelize_1d(pool, thunk, this, workers, 0);
+    const auto begin = std::chrono::steady_clock::now();
+    pthreadpool_parallelize_1d(pool, &Thunk<kPart>, this, workers, 0);
+    const auto wall = std::chrono::steady_clock::now() - begin;
+    wall_nanoseconds += std::chrono::duration_cast<std::chrono::nanoseconds>(wall).count();
     handed_back.load(std::memory_order_acquire);
   }
 };
@@ -402,8 +414,9 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   // A thread's share must outweigh handing it over (and, on a busy machine, waiting for a core):
   // at least 16 multiply-adds per byte of L1, about 4 microseconds of work on a 32 KiB L1.
   const std::int64_t work = static_cast<std::int64_t>(rows) * cols * std::max(depth, 1);
-  const int threads = static_cast<int>(std::max<std::int64_t>(
+  int threads = static_cast<int>(std::max<std::int64_t>(
       1, std::min<std::int64_t>(state.max_num_threads, work / (16 * state.caches.l1_bytes))));
+  if (threads > 1 && !state.thread_backoff.AllowsThreads()) threads = 1;
   // Row parts no larger than blocking.rows, as many as a multiple of the thread count where
   // there are enough register tiles, so that every thread gets an equal share; with guided
   // parts (GemmTask::NextTask), the size of the first, largest ones.
@@ -456,9 +469,13 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
       if (pack_rhs) task.PackRhsPart(0);
       task.RunWorker(0);
     } else {
-      if (pack_rhs) task.Parallelize(pool, &GemmTask::PackRhsThunk);
-      task.Parallelize(pool, &GemmTask::RunWorkerThunk);
+      if (pack_rhs) task.Parallelize<&GemmTask::PackRhsPart>(pool);
+      task.Parallelize<&GemmTask::RunWorker>(pool);
     }
+  }
+  if (task.wall_nanoseconds > 0) {
+    state.thread_backoff.Record(static_cast<double>(task.busy_nanoseconds.load()) /
+                                static_cast<double>(task.wall_nanoseconds));
   }
 }
 

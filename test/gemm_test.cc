@@ -349,6 +349,25 @@ TEST(GemmEntryPointTest, ContextIsReusedAcrossShapesAndSettings) {
   }
 }
 
+// After threads went badly (internal/thread_backoff.h), a GEMM that would use them counts
+// against the single-threaded stretch: one such GEMM, which then runs on one thread and records
+// nothing, uses up a stretch of one.
+TEST(GemmEntryPointTest, AGemmThatWouldUseThreadsConsultsTheBackoff) {
+  Context context;
+  context.set_max_num_threads(2);
+  internal::ThreadBackoff& backoff = context.state().thread_backoff;
+  backoff.Record(0.0);
+  const int rows = 200, depth = 300, cols = 100;  // 6M multiply-adds: enough for two threads
+  const std::vector<std::uint8_t> lhs(rows * depth, 3), rhs(depth * cols, 5);
+  std::vector<std::int32_t> result(rows * cols);
+  const MatrixMap<const std::uint8_t> lhs_map(lhs.data(), rows, depth, Order::kRowMajor);
+  const MatrixMap<const std::uint8_t> rhs_map(rhs.data(), depth, cols, Order::kColMajor);
+  MatrixMap<std::int32_t> result_map(result.data(), rows, cols, Order::kRowMajor);
+  Gemm(&context, lhs_map, rhs_map, &result_map, 0, 0);
+  EXPECT_EQ(result[0], 3 * 5 * depth);
+  EXPECT_TRUE(backoff.AllowsThreads());
+}
+
 }  // namespace
 }  // namespace test
 }  // namespace lowbit

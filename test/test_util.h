@@ -94,6 +94,7 @@ struct PathSetting {
 inline void Configure(Context* context, const PathSetting& setting) {
   context->set_kernel(setting.kernel);
   context->set_max_num_threads(setting.threads);
+  context->state().thread_backoff = internal::ThreadBackoff(false);
   if (setting.tiny_blocks) context->state().caches = internal::CacheSizes{256, 2048};
 }
 inline std::vector<PathSetting> PathSettings(std::initializer_list<int> thread_counts) {
