@@ -32,9 +32,10 @@ struct Avx512Isa {
 // vpdpbusd adds the 4 products of a lane's unsigned and signed bytes to its int32 sum in one
 // instruction, without the int16 saturation of vpmaddubsw: every 8-bit value is exact once
 // packing centres the lhs as int8 and the rhs as uint8 (kernel.h's PackedType), which the driver
-// adds back through the offsets. That is 4 times the products per instruction of the AVX2
-// tile's vpmaddwd and vpaddd, at the same issue rate on the CPUs that have it. The signed operand
-// is the broadcast one, the one vpdpbusd can take from memory as an embedded broadcast.
+// adds back through the offsets. That is 64 products an instruction where the AVX2 tile's
+// vpmaddwd does 16 and needs a vpaddd besides, at the same issue rate on the CPUs that have it.
+// The signed operand is the broadcast one, the one vpdpbusd can take from memory as an embedded
+// broadcast.
 struct ByteDotProducts {
   using Vector = __m512i;
   static constexpr int kDepth = 4;
