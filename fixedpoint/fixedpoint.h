@@ -93,6 +93,33 @@ class QuantizeDownScale {
   Raw offset_;
 };
 
+namespace detail {
+
+// What the x86 back ends' QuantizeDownScale adds to a 64-bit product p before one shift by
+// 31 + e, for e >= 1: 2^30 + 2^(e-1) * 2^31 where p >= 0, and 2^31 less where p < 0
+// (fixedpoint_avx2.h derives it).
+inline std::int64_t OneRoundingNudge(int exponent) {
+  return (std::int64_t{1} << 30) + (std::int64_t{1} << (exponent - 1) << 31);
+}
+
+// The same nudges plus a bias of 2^63, for back ends without a 64-bit arithmetic shift (SSE4.1,
+// AVX2): every sum is then non-negative and below 2^64, and a logical shift divides it, leaving
+// each quotient `excess` = 2^(32-e) too large.
+struct BiasedOneRounding {
+  std::int64_t positive_nudge;
+  std::int64_t negative_nudge;
+  std::int32_t excess;
+};
+inline BiasedOneRounding BiasedOneRoundingFor(int exponent) {
+  const std::uint64_t nudge =
+      (std::uint64_t{1} << 63) + static_cast<std::uint64_t>(OneRoundingNudge(exponent));
+  return {static_cast<std::int64_t>(nudge),
+          static_cast<std::int64_t>(nudge - (std::uint64_t{1} << 31)),
+          static_cast<std::int32_t>(std::uint32_t{1} << (32 - exponent))};
+}
+
+}  // namespace detail
+
 // The scale above for one value.
 template <typename Raw>
 Raw QuantizeDownByFixedPoint(Raw x, Raw multiplier, int exponent, Raw offset) {

@@ -143,15 +143,11 @@ class QuantizeDownScale<Avx2Int32x8> {
         exponent_(exponent),
         offset_(offset.v) {
     if (exponent == 0) return;
-    const std::uint64_t bias = std::uint64_t{1} << 63;
-    const std::uint64_t nudge =
-        bias + (std::uint64_t{1} << 30) + (std::uint64_t{1} << (exponent - 1) << 31);
-    positive_nudge_ = _mm256_castsi256_pd(_mm256_set1_epi64x(static_cast<std::int64_t>(nudge)));
-    negative_nudge_ = _mm256_castsi256_pd(
-        _mm256_set1_epi64x(static_cast<std::int64_t>(nudge - (std::uint64_t{1} << 31))));
+    const detail::BiasedOneRounding biased = detail::BiasedOneRoundingFor(exponent);
+    positive_nudge_ = _mm256_castsi256_pd(_mm256_set1_epi64x(biased.positive_nudge));
+    negative_nudge_ = _mm256_castsi256_pd(_mm256_set1_epi64x(biased.negative_nudge));
     shift_ = _mm_cvtsi32_si128(exponent - 1);
-    const std::int32_t excess = static_cast<std::int32_t>(std::uint32_t{1} << (32 - exponent));
-    offset_ = _mm256_sub_epi32(offset_, _mm256_set1_epi32(excess));
+    offset_ = _mm256_sub_epi32(offset_, _mm256_set1_epi32(biased.excess));
   }
 
   Avx2Int32x8 operator()(Avx2Int32x8 x) const {

@@ -152,7 +152,7 @@ class QuantizeDownScale<Avx512Int32x16> {
         exponent_(exponent),
         offset_(offset.v) {
     if (exponent == 0) return;
-    nudge_ = _mm512_set1_epi64((std::int64_t{1} << 30) + (std::int64_t{1} << (exponent - 1) << 31));
+    nudge_ = _mm512_set1_epi64(detail::OneRoundingNudge(exponent));
     shift_ = _mm_cvtsi32_si128(31 + exponent);
   }
 
