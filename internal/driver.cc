@@ -412,7 +412,9 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   const int padded_depth = RoundUp(depth, format.depth_group);
   const int row_panels = (rows + format.lhs_rows - 1) / format.lhs_rows;
   // A thread's share must outweigh handing it over (and, on a busy machine, waiting for a core):
-  // at least 16 multiply-adds per byte of L1, about 4 microseconds of work on a 32 KiB L1.
+  // at least 16 multiply-adds per byte of L1, about 4 microseconds of the AVX2 kernel's work on a
+  // 32 KiB L1, 1 of the AVX-512 VNNI kernel's on a 48 KiB one; ThreadBackoff sends GEMMs whose
+  // threads still do not pay to one thread.
   const std::int64_t work = static_cast<std::int64_t>(rows) * cols * std::max(depth, 1);
   int threads = static_cast<int>(std::max<std::int64_t>(
       1, std::min<std::int64_t>(state.max_num_threads, work / (16 * state.caches.l1_bytes))));
