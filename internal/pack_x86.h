@@ -79,7 +79,8 @@ void PackWholePanelsInSteps(const MatrixView& source, bool stepped, int panel_wi
     const int first_row = start + panel * panel_width;
     Packed* panel_out = out + static_cast<std::ptrdiff_t>(panel) * panel_width * padded_depth;
     std::int32_t* panel_sums = sums + panel * panel_width;
-    steps(data + first_row * source.stride + depth_start, stepped_depth, panel_out, panel_sums);
+    steps(data + static_cast<std::ptrdiff_t>(first_row) * source.stride + depth_start,
+          stepped_depth, panel_out, panel_sums);
     if (stepped_depth < depth) {
       rest(first_row, panel_width, depth_start + stepped_depth, depth - stepped_depth,
            panel_out + stepped_depth * panel_width, panel_sums);
