@@ -138,6 +138,8 @@ void CheckDeclaredRange(const char* name, const char* bits_field, const MatrixVi
   const bool row_major = view.order == Order::kRowMajor;
   const int lines = row_major ? view.rows : view.cols;
   const int length = row_major ? view.cols : view.rows;
+  // An empty matrix may have null data, which no line address may be computed from.
+  if (length == 0) return;
   for (int line = 0; line < lines; ++line) {
     // A vectorizable min/max per stored line; the offending entry is searched for only once
     // a line is known to hold one.
@@ -188,16 +190,20 @@ void RunBitDepthGemm(Context& context, const MatrixView& lhs, const MatrixView& 
   const int rows = lhs.rows, depth = lhs.cols, cols = rhs.cols;
   const BitDepthRounding rounding = ResolveRounding(params.rounding, depth);
 
-  // Scratch: the requantized lhs and rhs (unless prepacked), their line sums, then the rescale
-  // terms of every lhs row and rhs column.
+  // Scratch: the requantized lhs and rhs (unless prepacked), their line sums, the rescale terms
+  // of every lhs row and rhs column, then the requantization's own work memory.
+  const MatrixView columns = Transposed(rhs);
   const std::size_t lhs_bytes = AlignUp(static_cast<std::size_t>(rows) * depth);
   const std::size_t rhs_bytes =
       packed_rhs != nullptr ? 0 : AlignUp(static_cast<std::size_t>(depth) * cols);
   const std::size_t sums_bytes =
       AlignUp(sizeof(std::int32_t) * rows) + AlignUp(sizeof(std::int32_t) * cols);
   const std::size_t terms_bytes = sizeof(double) * 2 * (AlignUp(rows) + AlignUp(cols));
-  char* scratch = static_cast<char*>(
-      context.state().RequantizeScratch(lhs_bytes + rhs_bytes + sums_bytes + terms_bytes));
+  const std::size_t work_bytes =
+      std::max(RequantizeWorkBytes(lhs), packed_rhs != nullptr ? 0 : RequantizeWorkBytes(columns));
+  char* scratch = static_cast<char*>(context.state().RequantizeScratch(
+      lhs_bytes + rhs_bytes + sums_bytes + terms_bytes + work_bytes));
+  void* work = scratch + lhs_bytes + rhs_bytes + sums_bytes + terms_bytes;
   auto* requantized_lhs = reinterpret_cast<std::uint8_t*>(scratch);
   auto* requantized_rhs = reinterpret_cast<std::uint8_t*>(scratch + lhs_bytes);
   auto* lhs_sums = reinterpret_cast<std::int32_t*>(scratch + lhs_bytes + rhs_bytes);
@@ -209,7 +215,7 @@ void RunBitDepthGemm(Context& context, const MatrixView& lhs, const MatrixView& 
 
   const Kernel kernel = context.ResolvedKernel();
   RequantizeLines(kernel, lhs, params.lhs_bits, rounding, params.seed, Operand::kLhs,
-                  requantized_lhs, lhs_sums);
+                  requantized_lhs, lhs_sums, work);
   const MatrixView requantized_lhs_view = RequantizedView(lhs, requantized_lhs);
   MatrixView requantized_rhs_view = gemm_rhs;
   const std::int32_t* col_sums = rhs_sums;
@@ -218,9 +224,8 @@ void RunBitDepthGemm(Context& context, const MatrixView& lhs, const MatrixView& 
     col_sums = prepacked_rhs->requantized_col_sums();
     rhs_source_type = prepacked_rhs->view().type;
   } else {
-    const MatrixView columns = Transposed(rhs);
     RequantizeLines(kernel, columns, params.rhs_bits, rounding, params.seed, Operand::kRhs,
-                    requantized_rhs, rhs_sums);
+                    requantized_rhs, rhs_sums, work);
     requantized_rhs_view = Transposed(RequantizedView(columns, requantized_rhs));
   }
 

@@ -3,6 +3,7 @@
 #ifndef LOWBIT_INTERNAL_BIT_DEPTH_H_
 #define LOWBIT_INTERNAL_BIT_DEPTH_H_
 
+#include <cstddef>
 #include <cstdint>
 
 #include "internal/driver.h"
@@ -39,10 +40,12 @@ int SequencePhase(std::uint32_t seed, Operand operand, int line, int block);
 // `out` has the same shape and order as `lines`, compact (stride = its line length), and
 // line_sums[i] receives the sum of line i's requantized values. `resolved` is not kAuto. The
 // inner loop uses the ISA of `kernel` (resolved, and available on this CPU); the values do not
-// depend on it.
+// depend on it. `work` is RequantizeWorkBytes(lines) of memory, aligned for int32, that it
+// uses as it goes: a GEMM passes scratch memory, so that it allocates nothing.
 void RequantizeLines(Kernel kernel, const MatrixView& lines, int bits, BitDepthRounding resolved,
                      std::uint32_t seed, Operand operand, std::uint8_t* out,
-                     std::int32_t* line_sums);
+                     std::int32_t* line_sums, void* work);
+std::size_t RequantizeWorkBytes(const MatrixView& lines);
 
 // The uint8 matrix RequantizeLines writes to `out` for `lines`.
 MatrixView RequantizedView(const MatrixView& lines, std::uint8_t* out);

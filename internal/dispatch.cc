@@ -3,10 +3,12 @@
 #include <cpuinfo.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
 #include "internal/context_state.h"
+#include "internal/driver.h"
 #include "internal/kernel.h"
 #include "internal/output.h"
 #include "public/context.h"
@@ -121,7 +123,7 @@ void CheckAvailable(const std::string& argument, Kernel kernel) {
 Kernel KernelFromEnvironment(const char* value) {
   for (Kernel kernel :
        {Kernel::kReference, Kernel::kSse41, Kernel::kAvx2, Kernel::kAvx512Vnni, Kernel::kNeon}) {
-    if (value == std::string(KernelName(kernel))) {
+    if (std::strcmp(value, KernelName(kernel)) == 0) {
       CheckAvailable("LOWBIT_KERNEL", kernel);
       return kernel;
     }
@@ -142,14 +144,18 @@ std::vector<Kernel> AvailableKernels() {
 
 void Context::set_kernel(Kernel kernel) {
   if (kernel != Kernel::kAuto) CheckAvailable("kernel", kernel);
+  const internal::ContextUse use(*this);
   state_->kernel = kernel;
 }
 
 Kernel Context::ResolvedKernel() const {
-  if (state_->kernel != Kernel::kAuto) return state_->kernel;
+  const Kernel kernel = state_->kernel;
+  if (kernel != Kernel::kAuto) return kernel;
   const char* forced = std::getenv("LOWBIT_KERNEL");
   if (forced != nullptr && forced[0] != '\0') return KernelFromEnvironment(forced);
-  return AvailableKernels().back();
+  // Once per process: every GEMM asks, and the list is a heap allocation.
+  static const Kernel best = AvailableKernels().back();
+  return best;
 }
 
 namespace internal {

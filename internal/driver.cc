@@ -130,6 +130,8 @@ struct GemmTask {
   // The writer gets the offset terms as row and column parts (both offsets uniform).
   bool separable_terms;
   int workers;
+  // The context's state, whose GEMM the pool threads run (WorkerOfContext).
+  const ContextState* context_state = nullptr;
   // The rhs chunk being worked on: columns [chunk_start, chunk_start + chunk_cols).
   int chunk_start = 0;
   int chunk_cols = 0;
@@ -339,6 +341,7 @@ struct GemmTask {
   static void Thunk(void* task, std::size_t part) {
     auto* self = static_cast<GemmTask*>(task);
     self->handed_out.load(std::memory_order_acquire);
+    const WorkerOfContext worker(*self->context_state);
     const auto begin = std::chrono::steady_clock::now();
     (self->*kPart)(static_cast<int>(part));
     const auto busy = std::chrono::steady_clock::now() - begin;
@@ -414,10 +417,12 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   // A thread's share must outweigh handing it over (and, on a busy machine, waiting for a core):
   // at least 16 multiply-adds per byte of L1, about 4 microseconds of the AVX2 kernel's work on a
   // 32 KiB L1, 1 of the AVX-512 VNNI kernel's on a 48 KiB one; ThreadBackoff sends GEMMs whose
-  // threads still do not pay to one thread.
+  // threads still do not pay to one thread. Threads beyond the cores the process may run on would
+  // only take turns with the others, each turn a scheduler time slice.
   const std::int64_t work = static_cast<std::int64_t>(rows) * cols * std::max(depth, 1);
   int threads = static_cast<int>(std::max<std::int64_t>(
-      1, std::min<std::int64_t>(state.max_num_threads, work / (16 * state.caches.l1_bytes))));
+      1, std::min<std::int64_t>({static_cast<std::int64_t>(state.max_num_threads), state.cores,
+                                 work / (16 * state.caches.l1_bytes)})));
   if (threads > 1 && !state.thread_backoff.AllowsThreads()) threads = 1;
   // Row parts no larger than blocking.rows, as many as a multiple of the thread count where
   // there are enough register tiles, so that every thread gets an equal share; with guided
@@ -450,7 +455,8 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
     task.rescale = &task_rescale;
     task.result_rescale = narrow->rescale;
   }
-  pthreadpool_t pool = threads > 1 ? state.ThreadPool() : nullptr;
+  task.context_state = &state;
+  pthreadpool_t pool = threads > 1 ? state.ThreadPool(threads) : nullptr;
   for (int chunk_start = 0; chunk_start < cols; chunk_start += blocking.rhs_cols) {
     task.chunk_start = chunk_start;
     task.chunk_cols = std::min(blocking.rhs_cols, cols - chunk_start);

@@ -4,8 +4,10 @@
 #ifndef LOWBIT_INTERNAL_DRIVER_H_
 #define LOWBIT_INTERNAL_DRIVER_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <type_traits>
 
 #include "internal/output_program.h"
@@ -14,6 +16,22 @@
 
 namespace lowbit {
 namespace internal {
+
+// Holds `context` for the GEMM that constructs it, until it is destroyed. Several threads may
+// share a context: their GEMMs take turns, each with the context's scratch memory and thread
+// pool to itself. Throws lowbit::Error if this thread is already running a GEMM on the context
+// (an output stage calling back into it), which could otherwise never proceed.
+class ContextUse {
+ public:
+  explicit ContextUse(Context& context);
+  ~ContextUse();
+  ContextUse(const ContextUse&) = delete;
+  ContextUse& operator=(const ContextUse&) = delete;
+
+ private:
+  ContextState& state_;
+  const ContextState* outer_;
+};
 
 enum class ElementType { kUint8, kInt8, kInt16, kInt32 };
 
@@ -103,9 +121,18 @@ struct PackedOperand {
   std::shared_ptr<const std::int32_t> col_sums;
 };
 
+// The largest number of rows or columns a matrix may have: packing rounds sizes up to whole
+// register tiles and depth groups, and doubles some, in int arithmetic.
+constexpr int kLargestDimension = (1 << 30) - 1;
+
 // Throws lowbit::Error unless `view` is a well-formed matrix (sizes, stride, data), naming it
 // `name`.
 void ValidateMatrix(const char* name, const MatrixView& view);
+
+// Throws lowbit::Error naming `owner`.`field` (or `owner` alone for a null field) if the `bytes`
+// at `data`, an input the GEMM reads, overlap the memory of `result`.
+void CheckNotInResult(const MatrixView& result, std::string_view owner, const char* field,
+                      const void* data, std::size_t bytes);
 
 // The view of a prepacked rhs for the argument checks: its type and shape, no data to read.
 MatrixView ViewOf(const PackedOperand& packed);
@@ -114,7 +141,7 @@ MatrixView ViewOf(const PackedOperand& packed);
 // mismatched dimensions, offset vector lengths, int32 overflow depth, result aliasing inputs).
 // With `packed_rhs`, the rhs view is ViewOf(*packed_rhs) and the packing must be for the
 // context's kernel.
-void ValidateGemmArguments(const Context* context, const MatrixView& lhs, const MatrixView& rhs,
+void ValidateGemmArguments(const Context& context, const MatrixView& lhs, const MatrixView& rhs,
                            const PackedOperand* packed_rhs, const MatrixView& result,
                            const Offsets& lhs_offset, const Offsets& rhs_offset);
 

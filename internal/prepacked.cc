@@ -61,11 +61,12 @@ PrepackedRhs::PrepackedRhs(Context* context, const internal::MatrixView& rhs,
   // The same requantization a GEMM applies to an rhs it is given: the columns are the lines.
   const internal::MatrixView columns = internal::Transposed(rhs);
   std::vector<std::uint8_t> requantized(static_cast<std::size_t>(rows_) * cols_);
+  std::vector<std::uint32_t> work((internal::RequantizeWorkBytes(columns) + 3) / 4);
   std::shared_ptr<std::int32_t> col_sums(new std::int32_t[cols_ + 1](),
                                          std::default_delete<std::int32_t[]>());
-  internal::RequantizeLines(kernel_, columns, bit_depth->rhs_bits,
-                            ResolveRounding(bit_depth->rounding, rows_), bit_depth->seed,
-                            internal::Operand::kRhs, requantized.data(), col_sums.get());
+  internal::RequantizeLines(
+      kernel_, columns, bit_depth->rhs_bits, ResolveRounding(bit_depth->rounding, rows_),
+      bit_depth->seed, internal::Operand::kRhs, requantized.data(), col_sums.get(), work.data());
   internal::MatrixView requantized_rhs =
       internal::Transposed(internal::RequantizedView(columns, requantized.data()));
   requantized_rhs.bits = bit_depth->rhs_bits;

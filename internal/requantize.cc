@@ -9,7 +9,6 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "internal/bit_depth.h"
 
@@ -167,20 +166,30 @@ std::uint32_t RequantizeRun(const std::uint8_t* source, const std::uint8_t* offs
 // offsets are first laid out whole, window after window, so that one run covers the line: runs
 // of one block each would leave a scalar tail in every 255 values, which measured as slow as
 // the vector part.
+// Whole blocks and one byte more: every window is copied as a constant 256 bytes (inlined vector
+// moves, where 255 would call memcpy), the next window overwriting the last.
+std::size_t AlongDepthOffsetsBytes(int depth) {
+  return static_cast<std::size_t>((depth + kSequencePeriod - 1) / kSequencePeriod) *
+             kSequencePeriod +
+         1;
+}
+
+// Each line's current offset, then (aligned) its running sum.
+std::size_t AcrossLinesSumsStart(int count) {
+  return (static_cast<std::size_t>(count) + 3) / 4 * 4;
+}
+
 void RequantizeAlongDepth(RequantizeRunFunction run, const MatrixView& lines, std::uint16_t scale,
                           std::uint8_t flip, BitDepthRounding resolved, std::uint32_t seed,
-                          Operand operand, std::uint8_t* out, std::int32_t* line_sums) {
+                          Operand operand, std::uint8_t* out, std::int32_t* line_sums,
+                          std::uint8_t* offsets) {
   const OffsetTable& table = OffsetTableFor(resolved);
   const int depth = lines.cols;
-  // Whole blocks and one byte more: every window is copied as a constant 256 bytes (inlined
-  // vector moves, where 255 would call memcpy), the next window overwriting the last.
-  std::vector<std::uint8_t> offsets(
-      (depth + kSequencePeriod - 1) / kSequencePeriod * kSequencePeriod + 1);
   const auto lay_out_offsets = [&](int line) {
     const std::uint64_t line_hash = LineHash(seed, operand, line);
     for (int start = 0, block = 0; start < depth; start += kSequencePeriod, ++block) {
       const int phase = resolved == BitDepthRounding::kNearest ? 0 : BlockPhase(line_hash, block);
-      std::memcpy(offsets.data() + start, table.data() + phase, kSequencePeriod + 1);
+      std::memcpy(offsets + start, table.data() + phase, kSequencePeriod + 1);
     }
   };
   // Round-to-nearest offsets are the same for every line.
@@ -189,9 +198,8 @@ void RequantizeAlongDepth(RequantizeRunFunction run, const MatrixView& lines, st
     if (resolved != BitDepthRounding::kNearest) lay_out_offsets(line);
     const auto* source = static_cast<const std::uint8_t*>(lines.data) +
                          static_cast<std::ptrdiff_t>(line) * lines.stride;
-    line_sums[line] =
-        static_cast<std::int32_t>(run(source, offsets.data(), depth, scale, flip,
-                                      out + static_cast<std::ptrdiff_t>(line) * depth));
+    line_sums[line] = static_cast<std::int32_t>(
+        run(source, offsets, depth, scale, flip, out + static_cast<std::ptrdiff_t>(line) * depth));
   }
 }
 
@@ -200,11 +208,12 @@ void RequantizeAlongDepth(RequantizeRunFunction run, const MatrixView& lines, st
 template <typename Next>
 void RequantizeAcrossLines(const MatrixView& lines, std::uint16_t scale, std::uint8_t flip,
                            BitDepthRounding resolved, std::uint32_t seed, Operand operand,
-                           std::uint8_t* out, std::int32_t* line_sums) {
+                           std::uint8_t* out, std::int32_t* line_sums, std::uint8_t* work) {
   const int count = lines.rows;
   const OffsetTable& table = OffsetTableFor(resolved);
-  std::vector<std::uint8_t> offsets(count);
-  std::vector<std::uint32_t> sums(count, 0);
+  std::uint8_t* offsets = work;
+  auto* sums = reinterpret_cast<std::uint32_t*>(work + AcrossLinesSumsStart(count));
+  std::fill(sums, sums + count, 0u);
   const Next next;
   for (int k = 0; k < lines.cols; ++k) {
     if (k % kSequencePeriod == 0) {
@@ -258,23 +267,30 @@ int SequencePhase(std::uint32_t seed, Operand operand, int line, int block) {
   return BlockPhase(LineHash(seed, operand, line), block);
 }
 
+std::size_t RequantizeWorkBytes(const MatrixView& lines) {
+  if (lines.order == Order::kRowMajor) return AlongDepthOffsetsBytes(lines.cols);
+  return AcrossLinesSumsStart(lines.rows) + sizeof(std::uint32_t) * lines.rows;
+}
+
 void RequantizeLines(Kernel kernel, const MatrixView& lines, int bits, BitDepthRounding resolved,
                      std::uint32_t seed, Operand operand, std::uint8_t* out,
-                     std::int32_t* line_sums) {
+                     std::int32_t* line_sums, void* work) {
   const auto scale = static_cast<std::uint16_t>((1 << bits) - 1);
   const std::uint8_t flip = lines.type == ElementType::kInt8 ? 0x80 : 0;
+  auto* work_bytes = static_cast<std::uint8_t*>(work);
   if (lines.rows == 0) return;
   if (lines.order == Order::kRowMajor) {
     RequantizeAlongDepth(RunFor(kernel), lines, scale, flip, resolved, seed, operand, out,
-                         line_sums);
+                         line_sums, work_bytes);
   } else if (resolved == BitDepthRounding::kAddMod97) {
-    RequantizeAcrossLines<AddMod97Next>(lines, scale, flip, resolved, seed, operand, out,
-                                        line_sums);
+    RequantizeAcrossLines<AddMod97Next>(lines, scale, flip, resolved, seed, operand, out, line_sums,
+                                        work_bytes);
   } else if (resolved == BitDepthRounding::kXorshift) {
-    RequantizeAcrossLines<XorshiftNext>(lines, scale, flip, resolved, seed, operand, out,
-                                        line_sums);
+    RequantizeAcrossLines<XorshiftNext>(lines, scale, flip, resolved, seed, operand, out, line_sums,
+                                        work_bytes);
   } else {
-    RequantizeAcrossLines<NearestNext>(lines, scale, flip, resolved, seed, operand, out, line_sums);
+    RequantizeAcrossLines<NearestNext>(lines, scale, flip, resolved, seed, operand, out, line_sums,
+                                       work_bytes);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <string_view>
 
 #include "internal/driver.h"
 #include "public/checks.h"
@@ -89,12 +90,34 @@ void CheckNoOverlap(const MatrixView& result, const char* input_name, const Matr
   }
 }
 
+// A per-channel offset vector must not lie in the result either: it is read while blocks of the
+// result are written.
+void CheckOffsetsNotInResult(const MatrixView& result, const char* name, const Offsets& offsets) {
+  if (!offsets.is_per_channel()) return;
+  CheckNotInResult(result, name, nullptr, offsets.per_channel_data(),
+                   sizeof(std::int32_t) * static_cast<std::size_t>(offsets.size()));
+}
+
+void CheckSize(const char* name, const char* field, int value) {
+  if (value < 0) checks::CheckInRange(name, field, value, 0, kLargestDimension);
+  if (value > kLargestDimension) {
+    throw Error(std::string(name) + "." + field,
+                "must be at most " + std::to_string(kLargestDimension) +
+                    " (2^30 - 1): packing rounds sizes up to whole register tiles and depth "
+                    "groups in int arithmetic, got " +
+                    std::to_string(value));
+  }
+}
+
 }  // namespace
 
 void ValidateMatrix(const char* name, const MatrixView& view) {
-  constexpr int kMax = std::numeric_limits<int>::max();
-  checks::CheckInRange(name, "rows", view.rows, 0, kMax);
-  checks::CheckInRange(name, "cols", view.cols, 0, kMax);
+  CheckSize(name, "rows", view.rows);
+  CheckSize(name, "cols", view.cols);
+  if (view.order != Order::kRowMajor && view.order != Order::kColMajor) {
+    throw Error(std::string(name) + ".order", "must be Order::kRowMajor or kColMajor, got " +
+                                                  std::to_string(static_cast<int>(view.order)));
+  }
   const bool row_major = view.order == Order::kRowMajor;
   const int line = row_major ? view.cols : view.rows;
   if (view.stride < line) {
@@ -111,6 +134,20 @@ void ValidateMatrix(const char* name, const MatrixView& view) {
   }
 }
 
+void CheckNotInResult(const MatrixView& result, std::string_view owner, const char* field,
+                      const void* data, std::size_t bytes) {
+  if (IsEmpty(result) || bytes == 0) return;
+  const Extent out = ExtentOf(result);
+  const auto begin = reinterpret_cast<std::uintptr_t>(data);
+  if (out.begin < begin + bytes && begin < out.end) {
+    const std::string argument =
+        field == nullptr ? std::string(owner) : std::string(owner) + "." + field;
+    throw Error(argument,
+                "lies in the result's memory, which the GEMM writes while it reads "
+                "this; the result must not alias an input");
+  }
+}
+
 MatrixView ViewOf(const PackedOperand& packed) {
   return {packed.data.get(), packed.type,      packed.depth,
           packed.cols,       Order::kColMajor, packed.depth};
@@ -124,17 +161,16 @@ std::int64_t LargestSafeDepth(const MatrixView& lhs, const MatrixView& rhs,
   return std::numeric_limits<std::int32_t>::max() / max_product;
 }
 
-void ValidateGemmArguments(const Context* context, const MatrixView& lhs, const MatrixView& rhs,
+void ValidateGemmArguments(const Context& context, const MatrixView& lhs, const MatrixView& rhs,
                            const PackedOperand* packed_rhs, const MatrixView& result,
                            const Offsets& lhs_offset, const Offsets& rhs_offset) {
-  if (context == nullptr) throw Error("context", "must not be null");
   ValidateMatrix("lhs", lhs);
   // A prepacked rhs was checked when it was packed, and lives in memory the caller never sees.
   if (packed_rhs == nullptr) ValidateMatrix("rhs", rhs);
   ValidateMatrix("result", result);
-  if (packed_rhs != nullptr && packed_rhs->kernel != context->ResolvedKernel()) {
+  if (packed_rhs != nullptr && packed_rhs->kernel != context.ResolvedKernel()) {
     throw Error("rhs", std::string("was packed for kernel '") + KernelName(packed_rhs->kernel) +
-                           "' but this context runs '" + KernelName(context->ResolvedKernel()) +
+                           "' but this context runs '" + KernelName(context.ResolvedKernel()) +
                            "': pack it on a context that runs the same kernel");
   }
   CheckDimension("rhs.rows", rhs.rows, "lhs.cols, the depth", lhs.cols);
@@ -144,6 +180,8 @@ void ValidateGemmArguments(const Context* context, const MatrixView& lhs, const 
   CheckOffsets("rhs_offset", rhs_offset, "rhs column", rhs.cols);
   CheckNoOverlap(result, "lhs", lhs);
   if (packed_rhs == nullptr) CheckNoOverlap(result, "rhs", rhs);
+  CheckOffsetsNotInResult(result, "lhs_offset", lhs_offset);
+  CheckOffsetsNotInResult(result, "rhs_offset", rhs_offset);
   if (IsEmpty(result)) return;
   const std::int64_t safe_depth = LargestSafeDepth(lhs, rhs, lhs_offset, rhs_offset);
   if (lhs.cols > safe_depth) {

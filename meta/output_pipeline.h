@@ -3,6 +3,7 @@
 #ifndef LOWBIT_META_OUTPUT_PIPELINE_H_
 #define LOWBIT_META_OUTPUT_PIPELINE_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -10,7 +11,9 @@
 #include <type_traits>
 #include <utility>
 
+#include "internal/driver.h"
 #include "internal/output_program.h"
+#include "public/map.h"
 
 namespace lowbit {
 namespace meta {
@@ -47,16 +50,53 @@ template <typename Stage>
 struct HasValidate<Stage, decltype(std::declval<const Stage&>().Validate(
                               0, 0, std::declval<const std::string&>()))> : std::true_type {};
 
+// Throws lowbit::Error naming "pipeline[i].field" for an input of the stage that lies in the
+// result's memory: blocks of the result are written while later blocks still read it.
+struct InputNotInResultCheck {
+  const internal::MatrixView& result;
+  const std::string& owner;
+
+  template <typename Scalar>
+  void operator()(const char* field, const VectorMap<Scalar>& vector) const {
+    internal::CheckNotInResult(
+        result, owner, field, vector.data(),
+        sizeof(Scalar) * static_cast<std::size_t>(std::max(vector.size(), 0)));
+  }
+  template <typename Scalar>
+  void operator()(const char* field, const MatrixMap<Scalar>& matrix) const {
+    if (matrix.rows() <= 0 || matrix.cols() <= 0) return;
+    const bool row_major = matrix.order() == Order::kRowMajor;
+    const std::size_t lines = static_cast<std::size_t>(row_major ? matrix.rows() : matrix.cols());
+    const std::size_t line = static_cast<std::size_t>(row_major ? matrix.cols() : matrix.rows());
+    const std::size_t elements = (lines - 1) * static_cast<std::size_t>(matrix.stride()) + line;
+    internal::CheckNotInResult(result, owner, field, matrix.data(), sizeof(Scalar) * elements);
+  }
+};
+
+// A stage that reads caller memory as it runs (per-channel vectors, a residual operand) names
+// it with VisitInputs(visit), calling visit("field", map) for each VectorMap or MatrixMap.
+template <typename Stage, typename = void>
+struct HasVisitInputs : std::false_type {};
+template <typename Stage>
+struct HasVisitInputs<Stage, decltype(std::declval<const Stage&>().VisitInputs(
+                                 std::declval<const InputNotInResultCheck&>()))> : std::true_type {
+};
+
 // Throws lowbit::Error naming "pipeline[i].field" for the first stage whose parameters break
-// its rule for a rows x cols result.
+// its rule for the result, or that reads memory inside the result.
 template <std::size_t Index = 0, typename Pipeline>
-void ValidatePipeline(const Pipeline& pipeline, int rows, int cols) {
+void ValidatePipeline(const Pipeline& pipeline, const internal::MatrixView& result) {
   if constexpr (Index < std::tuple_size<Pipeline>::value) {
     using Stage = std::tuple_element_t<Index, Pipeline>;
-    if constexpr (HasValidate<Stage>::value) {
-      std::get<Index>(pipeline).Validate(rows, cols, "pipeline[" + std::to_string(Index) + "]");
+    if constexpr (HasValidate<Stage>::value || HasVisitInputs<Stage>::value) {
+      const std::string name = "pipeline[" + std::to_string(Index) + "]";
+      const Stage& stage = std::get<Index>(pipeline);
+      if constexpr (HasValidate<Stage>::value) stage.Validate(result.rows, result.cols, name);
+      if constexpr (HasVisitInputs<Stage>::value) {
+        stage.VisitInputs(InputNotInResultCheck{result, name});
+      }
     }
-    ValidatePipeline<Index + 1>(pipeline, rows, cols);
+    ValidatePipeline<Index + 1>(pipeline, result);
   }
 }
 

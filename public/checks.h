@@ -39,6 +39,10 @@ inline const char* AxisName(ChannelAxis axis) {
 template <typename Scalar>
 void CheckChannelVector(const std::string& owner, const char* field,
                         const VectorMap<Scalar>& vector, ChannelAxis axis, int rows, int cols) {
+  if (axis != ChannelAxis::kRow && axis != ChannelAxis::kCol) {
+    throw Error(owner + ".axis",
+                "must be ChannelAxis::kRow or kCol, got " + std::to_string(static_cast<int>(axis)));
+  }
   const int expected = axis == ChannelAxis::kRow ? rows : cols;
   if (vector.size() != expected) {
     throw Error(owner + "." + field, std::string("with ") + AxisName(axis) +

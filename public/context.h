@@ -23,6 +23,9 @@ const char* KernelName(Kernel kernel);
 // The kernels this CPU can run (never kAuto), fastest last.
 std::vector<Kernel> AvailableKernels();
 
+// Threads may share a Context: their GEMMs take turns with its scratch memory and thread pool,
+// each exact (doc/design.md, "Sharing a context"). For GEMMs side by side, give each thread its
+// own. A GEMM inside a GEMM on the same context (from an output stage) throws lowbit::Error.
 class Context {
  public:
   Context();
@@ -30,12 +33,15 @@ class Context {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
-  // The number of threads a GEMM may use (1 by default). Results are bit-identical for every
-  // thread count. Throws lowbit::Error unless 1 <= threads <= 1024.
+  // The number of threads a GEMM may use (1 by default). A GEMM uses fewer where its work or
+  // the cores this process may run on cannot use them all, and the pool never holds more.
+  // Results are bit-identical for every thread count. Throws lowbit::Error unless
+  // 1 <= threads <= 1024. Waits for a GEMM running on this context to return.
   void set_max_num_threads(int threads);
   int max_num_threads() const;
 
-  // Throws lowbit::Error if this CPU (or this build) has no such kernel.
+  // Throws lowbit::Error if this CPU (or this build) has no such kernel. Waits for a GEMM
+  // running on this context to return.
   void set_kernel(Kernel kernel);
   Kernel kernel() const;
 

@@ -75,14 +75,17 @@ void Run(Context* context, const MatrixMap<LhsScalar>& lhs, const internal::Matr
                 "stage (e.g. OutputStageSaturatingCastToUint8 for a uint8 result), or use an "
                 "int32 result");
   if (result == nullptr) throw Error("result", "must not be null");
+  if (context == nullptr) throw Error("context", "must not be null");
+  // Before the checks, so that no other thread changes the context's kernel in between.
+  const internal::ContextUse context_use(*context);
   const internal::MatrixView lhs_view = internal::ViewOf(lhs);
   const internal::MatrixView result_view = internal::ViewOf(*result);
   const internal::PackedOperand* packed_rhs =
       prepacked_rhs != nullptr ? &prepacked_rhs->packed() : nullptr;
-  internal::ValidateGemmArguments(context, lhs_view, rhs, packed_rhs, result_view, lhs_offset,
+  internal::ValidateGemmArguments(*context, lhs_view, rhs, packed_rhs, result_view, lhs_offset,
                                   rhs_offset);
   internal::ValidateBitDepthArguments(bit_depth, lhs_view, rhs, prepacked_rhs);
-  meta::ValidatePipeline(pipeline, result->rows(), result->cols());
+  meta::ValidatePipeline(pipeline, result_view);
   if (result->rows() == 0 || result->cols() == 0) return;
 
   const ResultWriter<ResultScalar, std::tuple<Stages...>> writer{pipeline, *result};

@@ -131,6 +131,11 @@ struct OutputStageBiasAddition {
   void Validate(int rows, int cols, const std::string& name) const {
     checks::CheckChannelVector(name, "bias", bias, axis, rows, cols);
   }
+  // The caller memory Eval reads, for the check that it does not lie in the result.
+  template <typename Visit>
+  void VisitInputs(Visit&& visit) const {
+    visit("bias", bias);
+  }
   bool Compile(internal::OutputProgram* program) const {
     return program->Append(
         {internal::OutputOpcode::kAdd, internal::PerChannel(bias.data(), axis), {}, 0, 0});
@@ -174,6 +179,12 @@ struct OutputStageQuantizeDownInt32ByFixedPointPerChannel {
   void Validate(int rows, int cols, const std::string& name) const {
     stage_detail::ValidatePerChannelScale(name, result_fixedpoint_multiplier, "result_shift",
                                           result_shift, 0, 31, axis, rows, cols);
+  }
+  // The caller memory Eval reads, for the check that it does not lie in the result.
+  template <typename Visit>
+  void VisitInputs(Visit&& visit) const {
+    visit("result_fixedpoint_multiplier", result_fixedpoint_multiplier);
+    visit("result_shift", result_shift);
   }
   bool Compile(internal::OutputProgram* program) const {
     return program->Append({internal::OutputOpcode::kScaleByFixedPoint,
@@ -223,6 +234,12 @@ struct OutputStageScaleInt32ByFixedPointAndExponentPerChannel {
     stage_detail::ValidatePerChannelScale(name, result_fixedpoint_multiplier, "result_exponent",
                                           result_exponent, -31, 30, axis, rows, cols);
   }
+  // The caller memory Eval reads, for the check that it does not lie in the result.
+  template <typename Visit>
+  void VisitInputs(Visit&& visit) const {
+    visit("result_fixedpoint_multiplier", result_fixedpoint_multiplier);
+    visit("result_exponent", result_exponent);
+  }
   bool Compile(internal::OutputProgram* program) const {
     return program->Append({internal::OutputOpcode::kScaleByFixedPoint,
                             internal::PerChannel(result_fixedpoint_multiplier.data(), axis),
@@ -269,6 +286,12 @@ struct OutputStageQuantizeDownInt32ToUint8ScalePerChannel {
                              std::numeric_limits<std::int32_t>::max());
     checks::CheckInRange(name, "result_shift", result_shift, 0, 31);
   }
+  // The caller memory Eval reads, for the check that it does not lie in the result.
+  template <typename Visit>
+  void VisitInputs(Visit&& visit) const {
+    visit("result_offset", result_offset);
+    visit("result_mult_int", result_mult_int);
+  }
   std::int32_t Eval(std::int32_t acc, int row, int col) const {
     const int channel = stage_detail::ChannelIndex(axis, row, col);
     return stage_detail::LegacyScale(acc, result_offset(channel), result_mult_int(channel),
@@ -290,6 +313,10 @@ struct OutputStageShiftByPOT {
 
   void Validate(int, int, const std::string& name) const {
     checks::CheckInRange(name, "exponent", exponent, -31, 31);
+    if (rounding != Rounding::kNearest && rounding != Rounding::kStochastic) {
+      throw Error(name + ".rounding", "must be Rounding::kNearest or kStochastic, got " +
+                                          std::to_string(static_cast<int>(rounding)));
+    }
   }
   // Stochastic rounding stays on the scalar path.
   bool Compile(internal::OutputProgram* program) const {

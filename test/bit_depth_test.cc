@@ -192,8 +192,10 @@ void CheckRequantizeLines(Kernel kernel, Order order) {
         std::vector<std::uint8_t> out(static_cast<std::size_t>(lines) * depth);
         std::vector<std::int32_t> sums(lines);
         const std::uint32_t seed = 1000 + bits;
-        internal::RequantizeLines(kernel, internal::ViewOf(source.const_map()), bits, rounding,
-                                  seed, operand, out.data(), sums.data());
+        const internal::MatrixView view = internal::ViewOf(source.const_map());
+        std::vector<std::uint32_t> work((internal::RequantizeWorkBytes(view) + 3) / 4);
+        internal::RequantizeLines(kernel, view, bits, rounding, seed, operand, out.data(),
+                                  sums.data(), work.data());
         const MatrixMap<const std::uint8_t> requantized(out.data(), lines, depth, order);
         for (int line = 0; line < lines; ++line) {
           std::int64_t sum = 0;
@@ -230,8 +232,9 @@ TEST(RequantizeTest, ProbabilisticRoundingIsExactOnAverageOverAPeriod) {
       std::int32_t sum = 0;
       const internal::MatrixView view{
           source.data(), internal::ElementType::kUint8, 1, 255, Order::kRowMajor, 255};
+      std::vector<std::uint32_t> work((internal::RequantizeWorkBytes(view) + 3) / 4);
       internal::RequantizeLines(Kernel::kReference, view, 5, rounding, 9, Operand::kLhs, out.data(),
-                                &sum);
+                                &sum, work.data());
       EXPECT_EQ(sum, value * 31) << BitDepthRoundingName(rounding) << " " << value;
     }
   }

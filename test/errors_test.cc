@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -211,6 +212,101 @@ TEST_F(ErrorTest, PerChannelVectorsOfTheWrongLengthOrRange) {
                          "pipeline[0].result_mult_int", "one entry per result column (5), got 4");
 }
 
+struct ResidualAdd {
+  MatrixMap<const std::int32_t> residual;
+
+  template <typename Visit>
+  void VisitInputs(Visit&& visit) const {
+    visit("residual", residual);
+  }
+  std::int32_t Eval(std::int32_t acc, int row, int col) const { return acc + residual(row, col); }
+};
+
+// Every vector a stage or an offset reads while the result is written must lie outside the
+// result: a bias in the result's first row gave 4032 wrong entries of 4096.
+TEST_F(ErrorTest, InputVectorsInsideTheResult) {
+  const VectorMap<const std::int32_t> first_row(result_data_.data(), 5);
+  const VectorMap<const std::int32_t> row_of_four(result_data_.data() + 5, 4);
+  const std::int32_t ones[5] = {1, 1, 1, 1, 1};
+  const VectorMap<const std::int32_t> outside(ones, 5);
+  const auto run = [&](const auto& pipeline) {
+    return
+        [&, pipeline] { GemmWithOutputPipeline(&context_, lhs_, rhs_, &result_, 0, 0, pipeline); };
+  };
+  const char* const kRule = "lies in the result's memory";
+  ExpectRejected(run(std::make_tuple(OutputStageBiasAddition{first_row, ChannelAxis::kCol})),
+                 "pipeline[0].bias", kRule);
+  ExpectRejected(run(std::make_tuple(OutputStageClamp{0, 5},
+                                     OutputStageBiasAddition{row_of_four, ChannelAxis::kRow})),
+                 "pipeline[1].bias", kRule);
+  ExpectRejected(run(std::make_tuple(OutputStageQuantizeDownInt32ByFixedPointPerChannel{
+                     first_row, outside, 0, ChannelAxis::kCol})),
+                 "pipeline[0].result_fixedpoint_multiplier", kRule);
+  ExpectRejected(run(std::make_tuple(OutputStageScaleInt32ByFixedPointAndExponentPerChannel{
+                     row_of_four, VectorMap<const std::int32_t>(ones, 4), 0, ChannelAxis::kRow})),
+                 "pipeline[0].result_fixedpoint_multiplier", kRule);
+  ExpectRejected(run(std::make_tuple(OutputStageQuantizeDownInt32ToUint8ScalePerChannel{
+                     outside, first_row, 0, ChannelAxis::kCol})),
+                 "pipeline[0].result_mult_int", kRule);
+  ExpectRejected([&] { RunInt32(lhs_, rhs_, &result_, 0, first_row); }, "rhs_offset", kRule);
+  ExpectRejected(
+      [&] {
+        RunInt32(lhs_, rhs_, &result_, VectorMap<const std::int32_t>(result_data_.data() + 16, 4),
+                 0);
+      },
+      "lhs_offset", kRule);
+  // A custom stage's inputs, a matrix among them (doc/output-pipeline.md).
+  ExpectRejected(run(std::make_tuple(ResidualAdd{MatrixMap<const std::int32_t>(
+                     result_data_.data() + 3, 2, 2, Order::kColMajor, 17)})),
+                 "pipeline[0].residual", kRule);
+  std::vector<std::int32_t> residual(4 * 5, 7);
+  ExpectRejected(run(std::make_tuple(ResidualAdd{MatrixMap<const std::int32_t>(
+                                         residual.data(), 4, 5, Order::kRowMajor)},
+                                     OutputStageBiasAddition{row_of_four, ChannelAxis::kRow})),
+                 "pipeline[1].bias", kRule);
+  // Right after the result is fine.
+  std::vector<std::int32_t> after(result_data_.begin(), result_data_.end());
+  MatrixMap<std::int32_t> front(after.data(), 4, 5, Order::kRowMajor);
+  GemmWithOutputPipeline(
+      &context_, lhs_, rhs_, &front, 0, 0,
+      std::make_tuple(OutputStageBiasAddition{VectorMap<const std::int32_t>(after.data() + 20, 5),
+                                              ChannelAxis::kCol}));
+  EXPECT_EQ(front(0, 0), 6 * 200 * 100 + kSentinel);
+}
+
+// Enum values outside their enumerators (a cast from a stored int, say) are rejected like any
+// other bad parameter, not run as one of the others.
+TEST_F(ErrorTest, EnumValuesOutsideTheirEnumerators) {
+  const auto cast = OutputStageSaturatingCastToUint8{};
+  ExpectPipelineRejected(
+      std::make_tuple(OutputStageShiftByPOT{-3, static_cast<Rounding>(2), 0}, cast),
+      "pipeline[0].rounding", "must be Rounding::kNearest or kStochastic, got 2");
+  const std::int32_t bias[5] = {};
+  ExpectPipelineRejected(
+      std::make_tuple(OutputStageBiasAddition{VectorMap<const std::int32_t>(bias, 5),
+                                              static_cast<ChannelAxis>(-1)},
+                      cast),
+      "pipeline[0].axis", "must be ChannelAxis::kRow or kCol, got -1");
+  const MatrixMap<const std::uint8_t> bad_order(lhs_data_.data(), 4, 6, static_cast<Order>(5), 6);
+  ExpectRejected([&] { RunInt32(bad_order, rhs_, &result_); }, "lhs.order",
+                 "must be Order::kRowMajor or kColMajor, got 5");
+}
+
+// Sizes whose rounding up to register tiles would overflow int are refused before packing.
+TEST_F(ErrorTest, SizesNearIntMax) {
+  constexpr int kIntMax = std::numeric_limits<int>::max();
+  const MatrixMap<const std::uint8_t> tall(lhs_data_.data(), kIntMax, 1, Order::kColMajor, kIntMax);
+  const MatrixMap<const std::uint8_t> one_by_one(rhs_data_.data(), 1, 1, Order::kColMajor);
+  MatrixMap<std::int32_t> tall_result(result_data_.data(), kIntMax, 1, Order::kColMajor, kIntMax);
+  ExpectRejected([&] { RunInt32(tall, one_by_one, &tall_result); }, "lhs.rows",
+                 "must be at most 1073741823 (2^30 - 1): packing rounds sizes up");
+  const MatrixMap<const std::uint8_t> wide(rhs_data_.data(), 1, kIntMax - 31, Order::kRowMajor);
+  test::ExpectError([&] { PrepackedRhs packed(&context_, wide); }, "rhs.cols", "got 2147483616");
+  const MatrixMap<const std::uint8_t> largest(rhs_data_.data(), 1, (1 << 30), Order::kRowMajor);
+  test::ExpectError([&] { PrepackedRhs packed(&context_, largest); }, "rhs.cols",
+                    "must be at most 1073741823");
+}
+
 TEST_F(ErrorTest, ContextSettingsAndEnvironment) {
   test::ExpectError([&] { context_.set_max_num_threads(0); }, "threads", "must be in [1, 1024]");
   EXPECT_EQ(context_.max_num_threads(), 1);
@@ -238,6 +334,13 @@ TEST_F(ErrorTest, ZeroSizedMatricesAreValidAndDoNothing) {
   MatrixMap<std::int32_t> no_result_cols(result_data_.data(), 4, 0, Order::kRowMajor);
   RunInt32(lhs_, no_cols, &no_result_cols);
   for (std::int32_t entry : result_data_) EXPECT_EQ(entry, kSentinel);
+  // No depth and no data, with a stride: nothing to range-check in declared-range mode, and no
+  // address to compute from the null pointer either.
+  const MatrixMap<const std::uint8_t> no_depth(nullptr, 4, 0, Order::kRowMajor, 10);
+  const MatrixMap<const std::uint8_t> no_depth_rhs(nullptr, 0, 5, Order::kColMajor, 10);
+  const BitDepthParams declared{4, 4, BitDepthRounding::kAuto, 0, BitDepthMode::kDeclaredRange};
+  Gemm(&context_, no_depth, no_depth_rhs, &result_, 0, 0, declared);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(result_data_[i], 0);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -95,6 +96,9 @@ inline void Configure(Context* context, const PathSetting& setting) {
   context->set_kernel(setting.kernel);
   context->set_max_num_threads(setting.threads);
   context->state().thread_backoff = internal::ThreadBackoff(false);
+  // Every thread count runs as asked, beyond this machine's cores too: each partitions the work
+  // its own way.
+  context->state().cores = std::max(context->state().cores, setting.threads);
   if (setting.tiny_blocks) context->state().caches = internal::CacheSizes{256, 2048};
 }
 inline std::vector<PathSetting> PathSettings(std::initializer_list<int> thread_counts) {
