@@ -423,7 +423,11 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   int threads = static_cast<int>(std::max<std::int64_t>(
       1, std::min<std::int64_t>({static_cast<std::int64_t>(state.max_num_threads), state.cores,
                                  work / (16 * state.caches.l1_bytes)})));
-  if (threads > 1 && !state.thread_backoff.AllowsThreads()) threads = 1;
+  // A GEMM the backoff keeps on one thread counts its time against the backoff's stretch.
+  const bool backed_off = threads > 1 && !state.thread_backoff.AllowsThreads();
+  const auto backed_off_start =
+      backed_off ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+  if (backed_off) threads = 1;
   // Row parts no larger than blocking.rows, as many as a multiple of the thread count where
   // there are enough register tiles, so that every thread gets an equal share; with guided
   // parts (GemmTask::NextTask), the size of the first, largest ones.
@@ -483,7 +487,13 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   }
   if (task.wall_nanoseconds > 0) {
     state.thread_backoff.Record(static_cast<double>(task.busy_nanoseconds.load()) /
-                                static_cast<double>(task.wall_nanoseconds));
+                                    static_cast<double>(task.wall_nanoseconds),
+                                task.wall_nanoseconds);
+  } else if (backed_off) {
+    state.thread_backoff.RecordSingleThreaded(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                             backed_off_start)
+            .count());
   }
 }
 

@@ -349,14 +349,16 @@ TEST(GemmEntryPointTest, ContextIsReusedAcrossShapesAndSettings) {
   }
 }
 
-// After threads went badly (internal/thread_backoff.h), a GEMM that would use them counts
-// against the single-threaded stretch: one such GEMM, which then runs on one thread and records
-// nothing, uses up a stretch of one.
+// After threads went badly (internal/thread_backoff.h), a GEMM that would use them runs on one
+// thread and counts its time against the single-threaded stretch: one such GEMM uses up a
+// stretch of a few nanoseconds.
 TEST(GemmEntryPointTest, AGemmThatWouldUseThreadsConsultsTheBackoff) {
   Context context;
   context.set_max_num_threads(2);
+  context.state().cores = 2;
   internal::ThreadBackoff& backoff = context.state().thread_backoff;
-  backoff.Record(0.0);
+  backoff.Record(0.0, 1);
+  ASSERT_FALSE(backoff.AllowsThreads());
   const int rows = 200, depth = 300, cols = 100;  // 6M multiply-adds: enough for two threads
   const std::vector<std::uint8_t> lhs(rows * depth, 3), rhs(depth * cols, 5);
   std::vector<std::int32_t> result(rows * cols);
