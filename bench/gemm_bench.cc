@@ -47,6 +47,19 @@ lowbit_bench::SummaryReporter::Ceilings Avx512VnniCeilings() {
   return ceilings;
 }
 
+// More threads asked for than a small machine has cores, for the fastest kernel alone: a GEMM
+// runs no more threads than the cores, so each should match the better of 1 and 2 threads (256^3
+// on 2 threads is here too; Cases() has the rest).
+std::vector<Case> OversubscribedCases() {
+  std::vector<Case> cases = {{{256, 256, 256}, 2}};
+  for (int threads : {8, 1024}) {
+    for (const Shape& shape : {Shape{256, 256, 256}, Shape{1024, 1024, 1024}}) {
+      cases.push_back({shape, threads});
+    }
+  }
+  return cases;
+}
+
 // The narrow settings run on the shapes of their targets only.
 void RegisterLowbit() {
   for (const LowbitSetting& setting : LowbitSettings()) {
@@ -59,6 +72,10 @@ void RegisterLowbit() {
         setting.narrow != nullptr ? std::vector<Case>{{{1024, 1024, 1024}, 1}, {{256, 256, 256}, 1}}
                                   : Cases());
   }
+  const lowbit::Kernel best = lowbit::AvailableKernels().back();
+  RegisterCases(
+      "lowbit", lowbit::KernelName(best),
+      [best](const Case& c) { return SetUpLowbit(best, false, c); }, OversubscribedCases());
 }
 
 }  // namespace
