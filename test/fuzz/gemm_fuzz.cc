@@ -1562,16 +1562,24 @@ void RunCase(FuzzedDataProvider& in, Harness harness) {
       // rhs.rows against the depth (with a prepacked rhs: one packed for another depth),
       // result.rows against lhs.rows, result.cols against rhs.cols.
       const int which = in.ConsumeIntegralInRange<int>(0, 2);
-      Layout& layout = which == 0 ? c.rhs.call : c.result_call;
+      Layout layout = which == 0 ? c.rhs.call : c.result_call;
       int& size = which == 2 ? layout.cols : layout.rows;
       const int old_size = size;
       size = old_size > 0 && in.ConsumeBool() ? in.ConsumeIntegralInRange<int>(0, old_size - 1)
                                               : old_size + in.ConsumeIntegralInRange<int>(1, 3);
       if (old_size > 100000) size = old_size - 1;
-      if (which == 0 && c.rhs.call.order == Order::kColMajor) {
-        c.rhs.call.stride = std::max(c.rhs.call.stride, c.rhs.call.rows);
+      if (which == 0) {
+        if (layout.order == Order::kColMajor) layout.stride = std::max(layout.stride, layout.rows);
+        // PrepackedRhs reads all of a deeper rhs: its storage must hold it (AllocateStorage).
+        if (layout.extent() > kMaxOperandBytes) {
+          applied = false;
+          break;
+        }
+        c.rhs.layout.stride = layout.stride;
+        c.rhs.call = layout;
+      } else {
+        c.result_call = layout;
       }
-      c.rhs.layout.stride = c.rhs.call.stride;
       const char* names[] = {"rhs.rows", "result.rows", "result.cols"};
       c.misuse_detail = std::string(names[which]) + " " + std::to_string(size);
       c.expect.Reject(names[which]);
