@@ -517,7 +517,6 @@ struct Expectation {
 // The decoded case
 
 struct Case {
-  Harness harness = Harness::kGemm;
   Misuse misuse = Misuse::kNone;
   std::string misuse_detail;
   int pipeline = 0;
@@ -948,27 +947,11 @@ bool ApplyStageMisuse(FuzzedDataProvider& in, Generator& gen, Case& c) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Seeds
-//
-// FuzzedDataProvider takes integers from the end of the input, so the last bytes of an input
-// are its first choices: the misuse byte, then the pipeline byte, then (bit depths) the mode,
-// rounding and bit-depth bytes. A seed is a fixed pseudo-random body followed by those bytes,
-// in reverse: one seed per pipeline shape (well-formed), one per misuse, and (bit depths) one
-// per mode and rounding. `WriteSeeds` writes them; scripts/fuzz --seeds puts them in
-// test/fuzz/corpus/<harness>/.
-
-constexpr int kSeedBodyBytes = 160;
-
-}  // namespace
-
-// ---------------------------------------------------------------------------------------------
-
-namespace {
+// Decoding the case
 
 // Decodes the first choices, the shape, the storage layouts and the stage parameters.
 void DecodeCase(FuzzedDataProvider& in, Harness harness, Case* cp) {
   Case& c = *cp;
-  c.harness = harness;
   // The first choices (the seeds set them; see "Seeds").
   const std::uint8_t misuse_byte = in.ConsumeIntegral<std::uint8_t>();
   const int misuses = harness == Harness::kGemm ? kGemmMisuses : kBitDepthMisuses;
@@ -1824,7 +1807,17 @@ void RunInput(const std::uint8_t* data, std::size_t size, Harness harness) {
   RunCase(in, harness);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Seeds
+//
+// FuzzedDataProvider takes integers from the end of the input, so the last bytes of an input
+// are its first choices: the misuse byte, then the pipeline byte, then (bit depths) the mode,
+// rounding and bit-depth bytes. A seed is a fixed pseudo-random body followed by those bytes,
+// in reverse: one seed per pipeline shape (well-formed), one per misuse, and (bit depths) one
+// per mode and rounding. scripts/fuzz --seeds writes them to test/fuzz/corpus/<harness>/.
+
 void WriteSeeds(Harness harness, const char* directory) {
+  constexpr int kSeedBodyBytes = 160;
   struct Seed {
     int misuse;  // 0 for none
     int pipeline;
