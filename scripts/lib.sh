@@ -42,4 +42,7 @@ install_aarch64_sysroot() {
 LOWBIT_AARCH64_PACKAGES=(g++-aarch64-linux-gnu qemu-user)
 LOWBIT_BUILD_PACKAGES=(cmake make g++ pkg-config libgtest-dev libbenchmark-dev libcpuinfo-dev
                        libpthreadpool-dev)
+# scripts/fuzz: clang with libFuzzer and the sanitizer runtimes (libclang_rt.fuzzer-x86_64.a and
+# <fuzzer/FuzzedDataProvider.h> are in libclang-rt-14-dev), and llvm-symbolizer for the reports.
+LOWBIT_FUZZ_PACKAGES=(clang libclang-rt-14-dev llvm-14)
 JOBS=$(nproc)
