@@ -60,10 +60,17 @@ void AddOffsetTerms(const std::int32_t* lhs_offsets, const std::int32_t* row_ter
 }
 
 // Without trapping math GCC if-converts the clamp and vectorizes the loop: nothing here can
-// trap, every value being a finite integer.
-LOWBIT_UNPACK_CLONES __attribute__((optimize("no-trapping-math"))) void RescaleBlock(
-    const Rescale& rescale, int row_start, int rows, int col_start, int cols, std::int32_t* acc,
-    int acc_stride) {
+// trap, every value being a finite integer. (Clang has no such attribute; it builds the fuzzing
+// harnesses only.)
+#if defined(__clang__)
+#define LOWBIT_NO_TRAPPING_MATH
+#else
+#define LOWBIT_NO_TRAPPING_MATH __attribute__((optimize("no-trapping-math")))
+#endif
+LOWBIT_UNPACK_CLONES LOWBIT_NO_TRAPPING_MATH void RescaleBlock(const Rescale& rescale,
+                                                               int row_start, int rows,
+                                                               int col_start, int cols,
+                                                               std::int32_t* acc, int acc_stride) {
   // Doubles, so that the loop vectorizes; they compute exactly what int64 would. Under the
   // depth guard every product and sum below is an integer of magnitude < 2^52
   // (internal/bit_depth.cc), so each is exact. The quotient n / divisor with divisor odd lies
