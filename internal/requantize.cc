@@ -268,6 +268,8 @@ int SequencePhase(std::uint32_t seed, Operand operand, int line, int block) {
 }
 
 std::size_t RequantizeWorkBytes(const MatrixView& lines) {
+  // No line, no work: a prepacked 2^30 x 0 rhs must not allocate a window of its depth.
+  if (lines.rows == 0) return 0;
   if (lines.order == Order::kRowMajor) return AlongDepthOffsetsBytes(lines.cols);
   return AcrossLinesSumsStart(lines.rows) + sizeof(std::uint32_t) * lines.rows;
 }
