@@ -56,6 +56,9 @@ constexpr ElementType ElementTypeOf<std::int32_t>() {
 
 int ElementSize(ElementType type);
 
+// The bytes from the first element of a rows x cols matrix to one past its last (0 if empty).
+std::size_t StoredBytes(int rows, int cols, Order order, int stride, std::size_t element_size);
+
 struct MatrixView {
   const void* data;
   ElementType type;

@@ -14,6 +14,14 @@
 namespace lowbit {
 namespace internal {
 
+std::size_t StoredBytes(int rows, int cols, Order order, int stride, std::size_t element_size) {
+  if (rows <= 0 || cols <= 0) return 0;
+  const bool row_major = order == Order::kRowMajor;
+  const std::size_t lines = static_cast<std::size_t>(row_major ? rows : cols);
+  const std::size_t line = static_cast<std::size_t>(row_major ? cols : rows);
+  return ((lines - 1) * static_cast<std::size_t>(stride) + line) * element_size;
+}
+
 int ElementSize(ElementType type) {
   switch (type) {
     case ElementType::kUint8:
@@ -64,27 +72,22 @@ std::int64_t MaxAbsShiftedValue(ElementType type, const Offsets& offsets, int co
   return std::max(std::abs(min_value + min_offset), std::abs(max_value + max_offset));
 }
 
-// (byte address of the first element, one past the last) of a non-empty matrix.
-struct Extent {
-  std::uintptr_t begin;
-  std::uintptr_t end;
-};
-Extent ExtentOf(const MatrixView& view) {
-  const bool row_major = view.order == Order::kRowMajor;
-  const std::int64_t lines = row_major ? view.rows : view.cols;
-  const std::int64_t line = row_major ? view.cols : view.rows;
-  const std::int64_t elements = (lines - 1) * view.stride + line;
-  const auto begin = reinterpret_cast<std::uintptr_t>(view.data);
-  return {begin, begin + static_cast<std::uintptr_t>(elements * ElementSize(view.type))};
-}
-
 bool IsEmpty(const MatrixView& view) { return view.rows == 0 || view.cols == 0; }
+
+// Whether the `bytes` at `data` and the memory of the non-empty `result` share an address.
+bool InResult(const MatrixView& result, const void* data, std::size_t bytes) {
+  const auto out = reinterpret_cast<std::uintptr_t>(result.data);
+  const std::size_t out_bytes =
+      StoredBytes(result.rows, result.cols, result.order, result.stride, ElementSize(result.type));
+  const auto begin = reinterpret_cast<std::uintptr_t>(data);
+  return out < begin + bytes && begin < out + out_bytes;
+}
 
 void CheckNoOverlap(const MatrixView& result, const char* input_name, const MatrixView& input) {
   if (IsEmpty(result) || IsEmpty(input)) return;
-  const Extent out = ExtentOf(result);
-  const Extent in = ExtentOf(input);
-  if (out.begin < in.end && in.begin < out.end) {
+  const std::size_t input_bytes =
+      StoredBytes(input.rows, input.cols, input.order, input.stride, ElementSize(input.type));
+  if (InResult(result, input.data, input_bytes)) {
     throw Error("result",
                 std::string("overlaps ") + input_name + "; the result must not alias an input");
   }
@@ -137,9 +140,7 @@ void ValidateMatrix(const char* name, const MatrixView& view) {
 void CheckNotInResult(const MatrixView& result, std::string_view owner, const char* field,
                       const void* data, std::size_t bytes) {
   if (IsEmpty(result) || bytes == 0) return;
-  const Extent out = ExtentOf(result);
-  const auto begin = reinterpret_cast<std::uintptr_t>(data);
-  if (out.begin < begin + bytes && begin < out.end) {
+  if (InResult(result, data, bytes)) {
     const std::string argument =
         field == nullptr ? std::string(owner) : std::string(owner) + "." + field;
     throw Error(argument,

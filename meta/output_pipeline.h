@@ -64,12 +64,9 @@ struct InputNotInResultCheck {
   }
   template <typename Scalar>
   void operator()(const char* field, const MatrixMap<Scalar>& matrix) const {
-    if (matrix.rows() <= 0 || matrix.cols() <= 0) return;
-    const bool row_major = matrix.order() == Order::kRowMajor;
-    const std::size_t lines = static_cast<std::size_t>(row_major ? matrix.rows() : matrix.cols());
-    const std::size_t line = static_cast<std::size_t>(row_major ? matrix.cols() : matrix.rows());
-    const std::size_t elements = (lines - 1) * static_cast<std::size_t>(matrix.stride()) + line;
-    internal::CheckNotInResult(result, owner, field, matrix.data(), sizeof(Scalar) * elements);
+    internal::CheckNotInResult(result, owner, field, matrix.data(),
+                               internal::StoredBytes(matrix.rows(), matrix.cols(), matrix.order(),
+                                                     matrix.stride(), sizeof(Scalar)));
   }
 };
 
