@@ -162,10 +162,6 @@ std::uint32_t RequantizeRun(const std::uint8_t* source, const std::uint8_t* offs
   return sum;
 }
 
-// Lines stored contiguously along the depth (a row-major lhs, a column-major rhs). A line's
-// offsets are first laid out whole, window after window, so that one run covers the line: runs
-// of one block each would leave a scalar tail in every 255 values, which measured as slow as
-// the vector part.
 // Whole blocks and one byte more: every window is copied as a constant 256 bytes (inlined vector
 // moves, where 255 would call memcpy), the next window overwriting the last.
 std::size_t AlongDepthOffsetsBytes(int depth) {
@@ -179,6 +175,10 @@ std::size_t AcrossLinesSumsStart(int count) {
   return (static_cast<std::size_t>(count) + 3) / 4 * 4;
 }
 
+// Lines stored contiguously along the depth (a row-major lhs, a column-major rhs). A line's
+// offsets are first laid out whole, window after window, so that one run covers the line: runs
+// of one block each would leave a scalar tail in every 255 values, which measured as slow as
+// the vector part.
 void RequantizeAlongDepth(RequantizeRunFunction run, const MatrixView& lines, std::uint16_t scale,
                           std::uint8_t flip, BitDepthRounding resolved, std::uint32_t seed,
                           Operand operand, std::uint8_t* out, std::int32_t* line_sums,
