@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "bench/bench_common.h"
@@ -16,10 +18,25 @@
 
 namespace lowbit_bench {
 
+// One context per kernel and thread count, kept for the whole run as an engine keeps its own:
+// what a context learns (its pool, its scratch, which shapes threads pay for) carries over from
+// one run of a case to the next, as it does from one call of an engine to the next.
+inline lowbit::Context& EngineContext(lowbit::Kernel kernel, int threads) {
+  static std::map<std::pair<lowbit::Kernel, int>, std::unique_ptr<lowbit::Context>> contexts;
+  std::unique_ptr<lowbit::Context>& context = contexts[{kernel, threads}];
+  if (context == nullptr) {
+    context = std::make_unique<lowbit::Context>();
+    context->set_kernel(kernel);
+    context->set_max_num_threads(threads);
+  }
+  return *context;
+}
+
 struct LowbitProblem {
-  explicit LowbitProblem(const Shape& s) : operands(s) {}
+  LowbitProblem(const Shape& s, lowbit::Context& engine_context)
+      : operands(s), context(engine_context) {}
   Uint8Operands operands;
-  lowbit::Context context;
+  lowbit::Context& context;
   std::unique_ptr<lowbit::PrepackedRhs> prepacked_rhs;
 };
 
@@ -77,13 +94,11 @@ inline std::vector<LowbitSetting> LowbitSettings() {
 inline std::function<void()> SetUpLowbit(lowbit::Kernel kernel, bool prepack, const Case& c,
                                          const lowbit::BitDepthParams* bit_depth = nullptr) {
   const Shape& s = c.shape;
-  auto problem = std::make_shared<LowbitProblem>(s);
+  auto problem = std::make_shared<LowbitProblem>(s, EngineContext(kernel, c.threads));
   if (bit_depth != nullptr && bit_depth->mode == lowbit::BitDepthMode::kDeclaredRange) {
     for (std::uint8_t& value : problem->operands.lhs) value >>= 8 - bit_depth->lhs_bits;
     for (std::uint8_t& value : problem->operands.rhs) value >>= 8 - bit_depth->rhs_bits;
   }
-  problem->context.set_kernel(kernel);
-  problem->context.set_max_num_threads(c.threads);
   const lowbit::MatrixMap<const std::uint8_t> rhs(problem->operands.rhs.data(), s.depth, s.cols,
                                                   lowbit::Order::kColMajor);
   if (prepack)

@@ -12,7 +12,7 @@
 #include <mutex>
 
 #include "internal/blocking.h"
-#include "internal/thread_backoff.h"
+#include "internal/thread_choice.h"
 #include "public/context.h"
 
 namespace lowbit {
@@ -36,7 +36,7 @@ class ContextState {
   // A GEMM uses no more threads than this (UsableCores()): more would only wait for a core. The
   // tests raise it to check the partitioning of every thread count on any machine.
   int cores;
-  ThreadBackoff thread_backoff;
+  ThreadChoice thread_choice;
 
   // A pool of at least `threads` (>= 2) threads, created on first use and re-created only to
   // grow, so that GEMMs of different sizes do not churn threads.

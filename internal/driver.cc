@@ -143,10 +143,6 @@ struct GemmTask {
   // ThreadSanitizer cannot see that; a release/acquire pair on these makes the order explicit.
   std::atomic<int> handed_out{0};
   std::atomic<int> handed_back{0};
-  // What the parallel parts took, added up, and what the calls that ran them took (Parallelize):
-  // how well several threads went, for ThreadBackoff.
-  std::atomic<std::int64_t> busy_nanoseconds{0};
-  std::int64_t wall_nanoseconds = 0;
   // Requantized operands: the rescale with lhs and rhs as the task sees them, and as the result
   // does (for the writer); or null.
   const Rescale* rescale = nullptr;
@@ -336,30 +332,21 @@ struct GemmTask {
     }
   }
 
-  // Runs (task->*kPart)(part) on a pool thread, and adds the time it took to busy_nanoseconds.
+  // Runs (task->*kPart)(part) on a pool thread.
   template <auto kPart>
   static void Thunk(void* task, std::size_t part) {
     auto* self = static_cast<GemmTask*>(task);
     self->handed_out.load(std::memory_order_acquire);
     const WorkerOfContext worker(*self->context_state);
-    const auto begin = std::chrono::steady_clock::now();
     (self->*kPart)(static_cast<int>(part));
-    const auto busy = std::chrono::steady_clock::now() - begin;
-    self->busy_nanoseconds.fetch_add(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(busy).count(),
-        std::memory_order_relaxed);
     self->handed_back.fetch_add(1, std::memory_order_release);
   }
 
-  // Runs kPart for parts 0 .. workers - 1 on the pool, and adds the call's time to
-  // wall_nanoseconds.
+  // Runs kPart for parts 0 .. workers - 1 on the pool.
   template <auto kPart>
   void Parallelize(pthreadpool_t pool) {
     handed_out.fetch_add(1, std::memory_order_release);
-    const auto begin = std::chrono::steady_clock::now();
     pthreadpool_parallelize_1d(pool, &Thunk<kPart>, this, workers, 0);
-    const auto wall = std::chrono::steady_clock::now() - begin;
-    wall_nanoseconds += std::chrono::duration_cast<std::chrono::nanoseconds>(wall).count();
     handed_back.load(std::memory_order_acquire);
   }
 };
@@ -416,18 +403,23 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   const int row_panels = (rows + format.lhs_rows - 1) / format.lhs_rows;
   // A thread's share must outweigh handing it over (and, on a busy machine, waiting for a core):
   // at least 16 multiply-adds per byte of L1, about 4 microseconds of the AVX2 kernel's work on a
-  // 32 KiB L1, 1 of the AVX-512 VNNI kernel's on a 48 KiB one; ThreadBackoff sends GEMMs whose
-  // threads still do not pay to one thread. Threads beyond the cores the process may run on would
-  // only take turns with the others, each turn a scheduler time slice.
+  // 32 KiB L1, 1 of the AVX-512 VNNI kernel's on a 48 KiB one; above that, ThreadChoice runs the
+  // GEMM on one thread where its shape ran faster so. Threads beyond the cores the process may
+  // run on would only take turns with the others, each turn a scheduler time slice.
   const std::int64_t work = static_cast<std::int64_t>(rows) * cols * std::max(depth, 1);
   int threads = static_cast<int>(std::max<std::int64_t>(
       1, std::min<std::int64_t>({static_cast<std::int64_t>(state.max_num_threads), state.cores,
                                  work / (16 * state.caches.l1_bytes)})));
-  // A GEMM the backoff keeps on one thread counts its time against the backoff's stretch.
-  const bool backed_off = threads > 1 && !state.thread_backoff.AllowsThreads();
-  const auto backed_off_start =
-      backed_off ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-  if (backed_off) threads = 1;
+  ThreadChoice::Decision thread_decision;
+  if (threads > 1) {
+    thread_decision = state.thread_choice.Choose(rows, cols, depth);
+    if (!thread_decision.threads) threads = 1;
+  }
+  // Created before the clock starts: the first GEMM on threads pays for creating them, which is
+  // no measure of how fast threads run its shape.
+  pthreadpool_t pool = threads > 1 ? state.ThreadPool(threads) : nullptr;
+  const auto start = thread_decision.shape_class >= 0 ? std::chrono::steady_clock::now()
+                                                      : std::chrono::steady_clock::time_point();
   // Row parts no larger than blocking.rows, as many as a multiple of the thread count where
   // there are enough register tiles, so that every thread gets an equal share; with guided
   // parts (GemmTask::NextTask), the size of the first, largest ones.
@@ -460,7 +452,6 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
     task.result_rescale = narrow->rescale;
   }
   task.context_state = &state;
-  pthreadpool_t pool = threads > 1 ? state.ThreadPool(threads) : nullptr;
   for (int chunk_start = 0; chunk_start < cols; chunk_start += blocking.rhs_cols) {
     task.chunk_start = chunk_start;
     task.chunk_cols = std::min(blocking.rhs_cols, cols - chunk_start);
@@ -485,15 +476,12 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
       task.Parallelize<&GemmTask::RunWorker>(pool);
     }
   }
-  if (task.wall_nanoseconds > 0) {
-    state.thread_backoff.Record(static_cast<double>(task.busy_nanoseconds.load()) /
-                                    static_cast<double>(task.wall_nanoseconds),
-                                task.wall_nanoseconds);
-  } else if (backed_off) {
-    state.thread_backoff.RecordSingleThreaded(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
-                                                             backed_off_start)
-            .count());
+  if (thread_decision.shape_class >= 0) {
+    state.thread_choice.Record(thread_decision,
+                               std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now() - start)
+                                   .count(),
+                               static_cast<double>(work));
   }
 }
 

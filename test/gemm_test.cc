@@ -349,25 +349,36 @@ TEST(GemmEntryPointTest, ContextIsReusedAcrossShapesAndSettings) {
   }
 }
 
-// After threads went badly (internal/thread_backoff.h), a GEMM that would use them runs on one
-// thread and counts its time against the single-threaded stretch: one such GEMM uses up a
-// stretch of a few nanoseconds.
-TEST(GemmEntryPointTest, AGemmThatWouldUseThreadsConsultsTheBackoff) {
+// A GEMM that could use threads runs on one where its shape ran faster so
+// (internal/thread_choice.h); the pool is created only once a GEMM uses threads.
+TEST(GemmEntryPointTest, AGemmThatCouldUseThreadsFollowsTheThreadChoice) {
   Context context;
   context.set_max_num_threads(2);
   context.state().cores = 2;
-  internal::ThreadBackoff& backoff = context.state().thread_backoff;
-  backoff.Record(0.0, 1);
-  ASSERT_FALSE(backoff.AllowsThreads());
   const int rows = 200, depth = 300, cols = 100;  // 6M multiply-adds: enough for two threads
+  internal::ThreadChoice& choice = context.state().thread_choice;
+  // Tries of threads, then of one thread: threads lose.
+  for (const bool threads : {true, false}) {
+    for (int i = 0; i < internal::ThreadChoice::kTryRuns; ++i) {
+      const internal::ThreadChoice::Decision decision = choice.Choose(rows, cols, depth);
+      ASSERT_EQ(decision.threads, threads);
+      choice.Record(decision, threads ? 1000000000 : 1000, 6e6);
+    }
+  }
   const std::vector<std::uint8_t> lhs(rows * depth, 3), rhs(depth * cols, 5);
   std::vector<std::int32_t> result(rows * cols);
   const MatrixMap<const std::uint8_t> lhs_map(lhs.data(), rows, depth, Order::kRowMajor);
   const MatrixMap<const std::uint8_t> rhs_map(rhs.data(), depth, cols, Order::kColMajor);
   MatrixMap<std::int32_t> result_map(result.data(), rows, cols, Order::kRowMajor);
-  Gemm(&context, lhs_map, rhs_map, &result_map, 0, 0);
+  for (int i = 0; i < 3; ++i) Gemm(&context, lhs_map, rhs_map, &result_map, 0, 0);
   EXPECT_EQ(result[0], 3 * 5 * depth);
-  EXPECT_TRUE(backoff.AllowsThreads());
+  EXPECT_EQ(context.state().PoolThreads(), 0);
+  // A shape class not seen yet tries threads first.
+  MatrixMap<std::int32_t> narrower_map(result.data(), rows, cols / 2, Order::kRowMajor);
+  const MatrixMap<const std::uint8_t> narrower_rhs(rhs.data(), depth, cols / 2, Order::kColMajor);
+  Gemm(&context, lhs_map, narrower_rhs, &narrower_map, 0, 0);
+  EXPECT_EQ(result[0], 3 * 5 * depth);
+  EXPECT_EQ(context.state().PoolThreads(), 2);
 }
 
 }  // namespace
