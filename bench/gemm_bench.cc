@@ -47,11 +47,12 @@ lowbit_bench::SummaryReporter::Ceilings Avx512VnniCeilings() {
   return ceilings;
 }
 
-// More threads asked for than a small machine has cores, for the fastest kernel alone: a GEMM
-// runs no more threads than the cores, so each should match the better of 1 and 2 threads (256^3
-// on 2 threads is here too; Cases() has the rest).
+// Threads asked for where they may not pay, for the fastest kernel alone: 128^3 and 256^3 on 2
+// threads, and more threads than a small machine has cores. A GEMM runs no more threads than the
+// cores, and on one thread where its shape ran faster so, so each should match the better of 1
+// and 2 threads (Cases() has the rest).
 std::vector<Case> OversubscribedCases() {
-  std::vector<Case> cases = {{{256, 256, 256}, 2}};
+  std::vector<Case> cases = {{{128, 128, 128}, 1}, {{128, 128, 128}, 2}, {{256, 256, 256}, 2}};
   for (int threads : {8, 1024}) {
     for (const Shape& shape : {Shape{256, 256, 256}, Shape{1024, 1024, 1024}}) {
       cases.push_back({shape, threads});
