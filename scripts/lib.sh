@@ -19,7 +19,7 @@ install_packages() {
 # installed: Debian's libpthreadpool-dev is not multi-arch, so its arm64 and amd64 packages
 # cannot be installed side by side. The sysroot is unpacked again only when this list changes.
 LOWBIT_AARCH64_SYSROOT_PACKAGES=(libgtest-dev libcpuinfo-dev libcpuinfo0 libpthreadpool-dev
-                                 libpthreadpool0)
+                                 libpthreadpool0 zlib1g-dev zlib1g)
 install_aarch64_sysroot() {
   local sysroot=$1
   local stamp="$sysroot/.packages"
@@ -41,7 +41,9 @@ install_aarch64_sysroot() {
 
 LOWBIT_AARCH64_PACKAGES=(g++-aarch64-linux-gnu qemu-user)
 LOWBIT_BUILD_PACKAGES=(cmake make g++ pkg-config libgtest-dev libbenchmark-dev libcpuinfo-dev
-                       libpthreadpool-dev)
+                       libpthreadpool-dev zlib1g-dev)
+# Fashion-MNIST (/usr/share/datasets/fashion-mnist), for the training benchmark; the tests skip it.
+LOWBIT_TRAIN_DATA_PACKAGES=(dataset-fashion-mnist)
 # scripts/fuzz: clang with libFuzzer and the sanitizer runtimes (libclang_rt.fuzzer-x86_64.a and
 # <fuzzer/FuzzedDataProvider.h> are in libclang-rt-14-dev), and llvm-symbolizer for the reports.
 LOWBIT_FUZZ_PACKAGES=(clang libclang-rt-14-dev llvm-14)

@@ -39,8 +39,16 @@ std::string ShippedDatasetsDirectory();
 // label.
 Dataset LoadIris(const std::string& path);
 
-// scikit-learn's digits.csv.gz: 1797 lines of 64 pixel values (0 to 16) and a label.
+// scikit-learn's digits.csv.gz: 1797 lines of 64 pixel values (0 to 16) and a label. Unlike
+// iris.csv it has no header line, so the count 1797 is checked against the one the file is
+// known to have.
 Dataset LoadDigits(const std::string& path);
+
+// One gzipped IDX pair: images (magic 0x00000803, count, 28, 28, then the pixels 0 to 255 a
+// byte each) and labels (magic 0x00000801, count, then a byte each, below 10). The counts must
+// agree and the files must hold exactly what their headers announce. Uncompressed files are read
+// too (zlib passes them through).
+Dataset LoadIdx(const std::string& images_path, const std::string& labels_path);
 
 // The four gzipped IDX files of Fashion-MNIST in `directory` (train-images-idx3-ubyte.gz,
 // train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz): 60000
@@ -50,16 +58,24 @@ Split LoadFashionMnist(const std::string& directory);
 // Where Debian's dataset-fashion-mnist installs those files.
 std::string DefaultFashionMnistDirectory();
 
+// The functions below take data already loaded: they throw std::invalid_argument, not DataError,
+// for a fraction outside [0, 1], an empty train set, inputs of the wrong size, a label out of
+// range or a NaN.
+
 // Splits `data` into train and test with `test_fraction` of each class in test (rounded to the
-// nearest example), the examples of each class shuffled by `seed` first. The same seed gives the
-// same split.
+// nearest example, halves away from zero), the examples of each class shuffled by `seed` first.
+// The same seed gives the same split on every platform: the shuffles are Fisher-Yates driven by
+// splitmix64, not std::shuffle, whose algorithm is the standard library's choice. Train and test
+// are each shuffled once more, so that neither is ordered by class.
 Split StratifiedSplit(const Dataset& data, double test_fraction, std::uint64_t seed);
 
-// Standardizes each feature to mean 0 and standard deviation 1 over `split.train`, and applies
-// the same affine map to `split.test`.
+// Standardizes each feature to mean 0 and standard deviation 1 (the population's, divided by n)
+// over `split.train`, and applies the same affine map to `split.test`. A feature constant over
+// train becomes 0 everywhere: it carries nothing to learn from.
 void Standardize(Split* split);
 
-// Each input x as the int8 mantissa round(x * 2^exponent), saturated to [-128, 127].
+// Each input x as the int8 mantissa round(x * 2^exponent), halves rounded away from zero,
+// saturated to [-128, 127].
 std::vector<std::int8_t> Quantize(const std::vector<float>& inputs, int exponent);
 
 }  // namespace train
