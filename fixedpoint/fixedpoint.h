@@ -394,14 +394,21 @@ FixedPoint<Raw, 0> exp_on_interval_between_negative_one_quarter_and_0_excl(Fixed
   constexpr double kExpMinusOneEighth = 0.882496902584595402864892143229;
   const F x = a + F::template ConstantPOT<-3>();
   // Horner form of exp(-1/8) * (1 + x + x^2/2! + ... + x^6/6!); every partial result is below 1.
-  F poly = F::FromDouble(kExpMinusOneEighth / 720.0);
-  poly = poly * x + F::FromDouble(kExpMinusOneEighth / 120.0);
-  poly = poly * x + F::FromDouble(kExpMinusOneEighth / 24.0);
-  poly = poly * x + F::FromDouble(kExpMinusOneEighth / 6.0);
-  poly = poly * x + F::FromDouble(kExpMinusOneEighth / 2.0);
-  poly = poly * x + F::FromDouble(kExpMinusOneEighth);
+  // The coefficients are raw constants, so that no floating point is left to run time.
+  constexpr auto kCoefficient6 = F::ScalarRawFromDouble(kExpMinusOneEighth / 720.0);
+  constexpr auto kCoefficient5 = F::ScalarRawFromDouble(kExpMinusOneEighth / 120.0);
+  constexpr auto kCoefficient4 = F::ScalarRawFromDouble(kExpMinusOneEighth / 24.0);
+  constexpr auto kCoefficient3 = F::ScalarRawFromDouble(kExpMinusOneEighth / 6.0);
+  constexpr auto kCoefficient2 = F::ScalarRawFromDouble(kExpMinusOneEighth / 2.0);
+  constexpr auto kCoefficient1 = F::ScalarRawFromDouble(kExpMinusOneEighth);
+  F poly = F::FromScalarRaw(kCoefficient6);
+  poly = poly * x + F::FromScalarRaw(kCoefficient5);
+  poly = poly * x + F::FromScalarRaw(kCoefficient4);
+  poly = poly * x + F::FromScalarRaw(kCoefficient3);
+  poly = poly * x + F::FromScalarRaw(kCoefficient2);
+  poly = poly * x + F::FromScalarRaw(kCoefficient1);
   // exp(a) -> 1 as a -> 0, so rounding may reach 2^(bits-1): saturate to One().
-  return SaturatingAdd(F::FromDouble(kExpMinusOneEighth), poly * x);
+  return SaturatingAdd(F::FromScalarRaw(kCoefficient1), poly * x);
 }
 
 // exp(a) for a <= 0 (precondition; positive inputs give meaningless results). exp(0) is One(),
@@ -426,6 +433,16 @@ FixedPoint<Raw, 0> exp_on_negative_values(FixedPoint<Raw, IntegerBits> a) {
   };
   constexpr int kLowestPowerOfTwo = -2;
   constexpr int kHighestPowerOfTwo = IntegerBits - 1 < 4 ? IntegerBits - 1 : 4;
+  // As raw constants, so that no floating point is left to run time (train/ relies on it).
+  constexpr Scalar kFactorRaw[] = {
+      ResultF::ScalarRawFromDouble(kExpOfMinusPowerOfTwo[0]),
+      ResultF::ScalarRawFromDouble(kExpOfMinusPowerOfTwo[1]),
+      ResultF::ScalarRawFromDouble(kExpOfMinusPowerOfTwo[2]),
+      ResultF::ScalarRawFromDouble(kExpOfMinusPowerOfTwo[3]),
+      ResultF::ScalarRawFromDouble(kExpOfMinusPowerOfTwo[4]),
+      ResultF::ScalarRawFromDouble(kExpOfMinusPowerOfTwo[5]),
+      ResultF::ScalarRawFromDouble(kExpOfMinusPowerOfTwo[6]),
+  };
 
   const Scalar one_quarter_raw = static_cast<Scalar>(Scalar{1} << (kFractionalBits - 2));
   const InputF r = InputF::FromRaw(BitAnd(a.raw(), Dup<Raw>(one_quarter_raw - 1))) -
@@ -436,7 +453,7 @@ FixedPoint<Raw, 0> exp_on_negative_values(FixedPoint<Raw, IntegerBits> a) {
   for (int k = kLowestPowerOfTwo; k <= kHighestPowerOfTwo; ++k) {
     const Raw bit_is_set =
         MaskIfNonZero(BitAnd(n, Dup<Raw>(static_cast<Scalar>(Scalar{1} << (kFractionalBits + k)))));
-    const ResultF factor = ResultF::FromDouble(kExpOfMinusPowerOfTwo[k - kLowestPowerOfTwo]);
+    const ResultF factor = ResultF::FromScalarRaw(kFactorRaw[k - kLowestPowerOfTwo]);
     result = SelectUsingMask(bit_is_set, result * factor, result);
   }
   if constexpr (IntegerBits > 5) {
