@@ -1,0 +1,384 @@
+// The integer training layer (train/): stochastic rounding, the layers' forward and backward
+// against exact 64-bit references, exponent bookkeeping, the straight-through mask, and the same
+// bits for every thread count and kernel.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "public/lowbit.h"
+#include "train/data.h"
+#include "train/dyadic.h"
+#include "train/layers.h"
+#include "train/network.h"
+
+namespace lowbit {
+namespace train {
+namespace {
+
+double Real(std::int64_t mantissa, int exponent) { return std::ldexp(double(mantissa), -exponent); }
+
+DyadicInt8 RandomInt8(int rows, int cols, int exponent, int low, int high, std::uint32_t seed) {
+  std::mt19937 generator(seed);
+  std::uniform_int_distribution<int> distribution(low, high);
+  DyadicInt8 x(rows, cols, exponent);
+  for (std::int8_t& v : x.mantissas) v = static_cast<std::int8_t>(distribution(generator));
+  return x;
+}
+
+// Nearest rounding of v / 2^shift, ties away from zero (RoundingDivideByPOT), in 64 bits.
+std::int64_t RoundNearest(std::int64_t v, int shift) {
+  if (shift <= 0) return v * (std::int64_t{1} << -shift);
+  const std::int64_t half = std::int64_t{1} << (shift - 1);
+  return v >= 0 ? (v + half) >> shift : -((-v + half) >> shift);
+}
+
+std::int64_t Clamp8(std::int64_t v) {
+  return std::min<std::int64_t>(127, std::max<std::int64_t>(-128, v));
+}
+
+TEST(StochasticRoundingTest, IsUnbiasedAndDeterministicPerSeed) {
+  for (const std::int32_t v : {1, 5, 77, -77, 1000, -12345, 65535}) {
+    for (const int shift : {1, 3, 7, 12}) {
+      double sum = 0;
+      const int draws = 1 << 14;
+      for (int i = 0; i < draws; ++i) {
+        const std::int32_t rounded =
+            ShiftRound(v, shift, TrainRounding::kStochastic, 1234, i / 128, i % 128);
+        // Always one of the two neighbours of v / 2^shift.
+        const std::int32_t floor = v >> shift;
+        ASSERT_TRUE(rounded == floor || rounded == floor + 1) << v << " " << shift;
+        sum += rounded;
+      }
+      const double exact = std::ldexp(double(v), -shift);
+      // The mean of 2^14 draws, each off by less than 1: within 5 standard deviations of
+      // 0.5 / 128.
+      EXPECT_NEAR(sum / draws, exact, 5 * 0.5 / 128) << v << " >> " << shift;
+    }
+  }
+  EXPECT_EQ(ShiftRound(12345, 6, TrainRounding::kStochastic, 9, 3, 4),
+            ShiftRound(12345, 6, TrainRounding::kStochastic, 9, 3, 4));
+  int differ = 0;
+  for (int col = 0; col < 64; ++col) {
+    differ += ShiftRound(12345, 6, TrainRounding::kStochastic, 9, 0, col) !=
+              ShiftRound(12345, 6, TrainRounding::kStochastic, 10, 0, col);
+  }
+  EXPECT_GT(differ, 0) << "another seed gives other draws";
+  EXPECT_EQ(ShiftRound(96, 6, TrainRounding::kNearest, 0, 0, 0), 2);  // 1.5 rounds away
+  EXPECT_EQ(ShiftRound(-96, 6, TrainRounding::kNearest, 0, 0, 0), -2);
+  EXPECT_EQ(ShiftRound(3, -4, TrainRounding::kNearest, 0, 0, 0), 48);
+  EXPECT_THROW(ShiftRound(3, 32, TrainRounding::kNearest, 0, 0, 0), Error);
+}
+
+TEST(RequantizeTest, ShiftsAndClipsToTheBitWidth) {
+  DyadicInt32 x(1, 4, 10);
+  x.mantissas = {1024, -1024 * 200, 64 * 1024, 512};
+  const DyadicInt8 y = Requantize(x, 4, 8, TrainRounding::kNearest, 0);
+  EXPECT_EQ(y.exponent, 4);
+  EXPECT_EQ(y.mantissas, (std::vector<std::int8_t>{16, -128, 127, 8}));
+  const DyadicInt8 narrow = Requantize(x, 4, 4, TrainRounding::kNearest, 0);
+  EXPECT_EQ(narrow.mantissas, (std::vector<std::int8_t>{7, -8, 7, 7}));
+}
+
+// A Linear layer with nearest rounding against a 64-bit reference: forward, and backward's
+// weight, bias and input gradients, with exponents that differ from layer to layer.
+TEST(LinearTest, ForwardAndBackwardMatchAnExactReference) {
+  Context context;
+  const int batch = 5, inputs = 7, outputs = 3;
+  LinearExponents exponents;
+  exponents.input_exponent = 4;
+  exponents.weight_exponent = 6;
+  exponents.forward_shift = 7;   // output exponent 3
+  exponents.backward_shift = 5;  // input gradient exponent = gradient exponent + 1
+  SeedSequence init(1);
+  Linear layer(inputs, outputs, exponents, 8, TrainRounding::kNearest, &init);
+  const DyadicInt8 w = RandomInt8(outputs, inputs, 6, -100, 100, 2);
+  const std::vector<std::int32_t> bias = {300, -2000, 17};
+  layer.SetWeights(w.mantissas, bias);
+  const DyadicInt8 x = RandomInt8(batch, inputs, 4, -128, 127, 3);
+  const DyadicInt8 y = layer.Forward(&context, x, 0);
+  ASSERT_EQ(y.exponent, 3);
+  for (int b = 0; b < batch; ++b) {
+    for (int o = 0; o < outputs; ++o) {
+      std::int64_t acc = bias[o];
+      for (int i = 0; i < inputs; ++i) acc += std::int64_t{x.at(b, i)} * w.at(o, i);
+      EXPECT_EQ(y.at(b, o), Clamp8(RoundNearest(acc, 7))) << b << "," << o;
+    }
+  }
+  const DyadicInt8 dy = RandomInt8(batch, outputs, 9, -60, 60, 4);
+  DyadicInt8 dx;
+  layer.Backward(&context, dy, 0, &dx);
+  ASSERT_EQ(dx.exponent, 9 + 6 - 5);
+  ASSERT_EQ(layer.weight_gradient().exponent, 9 + 4);
+  ASSERT_EQ(layer.bias_gradient().exponent, 9);
+  for (int o = 0; o < outputs; ++o) {
+    std::int64_t bias_gradient = 0;
+    for (int b = 0; b < batch; ++b) bias_gradient += Clipped(y.at(b, o), 8) ? 0 : dy.at(b, o);
+    EXPECT_EQ(layer.bias_gradient().mantissas[o], bias_gradient);
+    for (int i = 0; i < inputs; ++i) {
+      std::int64_t gradient = 0;
+      for (int b = 0; b < batch; ++b) {
+        gradient += Clipped(y.at(b, o), 8) ? 0 : std::int64_t{dy.at(b, o)} * x.at(b, i);
+      }
+      EXPECT_EQ(layer.weight_gradient().at(o, i), gradient) << o << "," << i;
+    }
+  }
+  for (int b = 0; b < batch; ++b) {
+    for (int i = 0; i < inputs; ++i) {
+      std::int64_t acc = 0;
+      for (int o = 0; o < outputs; ++o) {
+        acc += Clipped(y.at(b, o), 8) ? 0 : std::int64_t{dy.at(b, o)} * w.at(o, i);
+      }
+      EXPECT_EQ(dx.at(b, i), Clamp8(RoundNearest(acc, 5))) << b << "," << i;
+    }
+  }
+}
+
+// The straight-through estimator: no gradient flows through an output that was clipped.
+TEST(LinearTest, ClippedOutputsPassNoGradient) {
+  Context context;
+  LinearExponents exponents{0, 0, 0, 0};
+  SeedSequence init(1);
+  Linear layer(1, 3, exponents, 8, TrainRounding::kNearest, &init);
+  layer.SetWeights({1, 1, 1}, {0, 200, -200});
+  DyadicInt8 x(1, 1, 0);
+  x.mantissas = {10};
+  const DyadicInt8 y = layer.Forward(&context, x, 0);
+  EXPECT_EQ(y.mantissas, (std::vector<std::int8_t>{10, 127, -128}));
+  EXPECT_EQ(layer.clipped_outputs(), 2);
+  DyadicInt8 dy(1, 3, 0);
+  dy.mantissas = {5, 6, 7};
+  DyadicInt8 dx;
+  layer.Backward(&context, dy, 0, &dx);
+  EXPECT_EQ(layer.bias_gradient().mantissas, (std::vector<std::int32_t>{5, 0, 0}));
+  EXPECT_EQ(dx.mantissas, (std::vector<std::int8_t>{5}));
+}
+
+TEST(ReluTest, PassesTheGradientWherePositive) {
+  DyadicInt8 x(1, 4, 3);
+  x.mantissas = {-5, 0, 7, 127};
+  Relu relu;
+  EXPECT_EQ(relu.Forward(x).mantissas, (std::vector<std::int8_t>{0, 0, 7, 127}));
+  DyadicInt8 dy(1, 4, 9);
+  dy.mantissas = {1, 2, 3, 4};
+  DyadicInt8 dx;
+  relu.Backward(dy, &dx);
+  EXPECT_EQ(dx.exponent, 9);
+  EXPECT_EQ(dx.mantissas, (std::vector<std::int8_t>{0, 0, 3, 4}));
+}
+
+// Three layers with known, different shifts: the forward output's exponent is the input's plus
+// each layer's weight exponent minus its forward shift; going back, each layer's input gradient
+// has the incoming gradient's exponent plus its weight exponent minus its backward shift. The
+// real values (mantissa * 2^-exponent) agree with a double-precision chain to within the
+// roundings, which a pass that forwards the incoming exponent unchanged would not.
+TEST(ExponentBookkeepingTest, ThreeLayersForwardAndBackward) {
+  Context context;
+  const int batch = 4;
+  const int widths[] = {6, 5, 4, 3};
+  const LinearExponents exponents[] = {{5, 6, 8, 4}, {3, 7, 6, 9}, {4, 5, 6, 6}};
+  std::vector<Linear> layers;
+  std::vector<DyadicInt8> weights;
+  SeedSequence init(7);
+  for (int k = 0; k < 3; ++k) {
+    layers.emplace_back(widths[k], widths[k + 1], exponents[k], 8, TrainRounding::kNearest, &init);
+    weights.push_back(
+        RandomInt8(widths[k + 1], widths[k], exponents[k].weight_exponent, -90, 90, 10 + k));
+    layers[k].SetWeights(weights[k].mantissas, std::vector<std::int32_t>(widths[k + 1], 0));
+  }
+  // Forward: 5 -> 5 + 6 - 8 = 3 -> 3 + 7 - 6 = 4 -> 4 + 5 - 6 = 3.
+  DyadicInt8 x = RandomInt8(batch, widths[0], 5, -30, 30, 20);
+  std::vector<std::vector<double>> real_inputs;
+  const DyadicInt8* current = &x;
+  const int expected_forward[] = {3, 4, 3};
+  std::vector<DyadicInt8> outputs;
+  for (int k = 0; k < 3; ++k) {
+    std::vector<double> real(current->mantissas.size());
+    for (std::size_t i = 0; i < real.size(); ++i)
+      real[i] = Real(current->mantissas[i], current->exponent);
+    real_inputs.push_back(real);
+    current = &layers[k].Forward(&context, *current, 0);
+    outputs.push_back(*current);
+    EXPECT_EQ(current->exponent, expected_forward[k]);
+    // Each output's real value is the real product to within half a unit of its exponent,
+    // where it is not clipped (most are not: the weights and inputs are small).
+    int unclipped = 0;
+    for (int b = 0; b < batch; ++b) {
+      for (int o = 0; o < widths[k + 1]; ++o) {
+        double exact = 0;
+        for (int i = 0; i < widths[k]; ++i) {
+          exact +=
+              real[b * widths[k] + i] * Real(weights[k].at(o, i), exponents[k].weight_exponent);
+        }
+        if (Clipped(current->at(b, o), 8)) continue;
+        ++unclipped;
+        EXPECT_NEAR(Real(current->at(b, o), current->exponent), exact,
+                    std::ldexp(0.5, -current->exponent) + 1e-12);
+      }
+    }
+    EXPECT_GT(unclipped, batch * widths[k + 1] / 2) << "layer " << k;
+  }
+  EXPECT_EQ(current->exponent, 5 + (6 - 8) + (7 - 6) + (5 - 6));
+  // Backward from a gradient at exponent 10: 10 -> 10 + 5 - 6 = 9 -> 9 + 7 - 9 = 7
+  // -> 7 + 6 - 4 = 9.
+  DyadicInt8 gradient = RandomInt8(batch, widths[3], 10, -50, 50, 30);
+  const int expected_backward[] = {9, 7, 9};
+  for (int k = 2; k >= 0; --k) {
+    DyadicInt8 input_gradient;
+    layers[k].Backward(&context, gradient, 0, &input_gradient);
+    EXPECT_EQ(input_gradient.exponent, expected_backward[k]) << "layer " << k;
+    for (int b = 0; b < batch; ++b) {
+      for (int i = 0; i < widths[k]; ++i) {
+        double exact = 0;
+        for (int o = 0; o < widths[k + 1]; ++o) {
+          if (Clipped(outputs[k].at(b, o), 8)) continue;  // the straight-through mask
+          exact += Real(gradient.at(b, o), gradient.exponent) *
+                   Real(weights[k].at(o, i), exponents[k].weight_exponent);
+        }
+        if (Clipped(input_gradient.at(b, i), 8)) continue;
+        EXPECT_NEAR(Real(input_gradient.at(b, i), input_gradient.exponent), exact,
+                    std::ldexp(0.5, -input_gradient.exponent) + 1e-12)
+            << "layer " << k;
+      }
+    }
+    gradient = input_gradient;
+  }
+}
+
+// The network reports the same exponents as the layers compute.
+TEST(NetworkTest, ReportsItsExponents) {
+  Context context;
+  NetworkSettings settings;
+  settings.widths = {4, 8, 3};
+  settings.activation_exponent = 5;
+  Network network(settings);
+  const DyadicInt8 x = RandomInt8(6, 4, 5, -100, 100, 1);
+  network.TrainStep(&context, x, {0, 1, 2, 0, 1, 2});
+  const std::vector<int> forward = network.ForwardExponents();
+  EXPECT_EQ(forward, (std::vector<int>{5, 5}));
+  const std::vector<int>& backward = network.BackwardExponents();
+  ASSERT_EQ(backward.size(), 2u);
+  for (int k = 0; k < 2; ++k) {
+    const LinearExponents& e = network.linear_layers()[k].exponents();
+    EXPECT_EQ(backward[k],
+              (k == 1 ? forward[1] : backward[1]) + e.weight_exponent - e.backward_shift);
+  }
+}
+
+// A few steps of a small network give the same bits on every kernel and thread count.
+TEST(NetworkTest, SameBitsForEveryKernelAndThreadCount) {
+  NetworkSettings settings;
+  settings.widths = {64, 96, 40, 10};
+  settings.sgd.momentum_shift = 3;
+  settings.seed = 42;
+  std::vector<int> labels(200);
+  for (int i = 0; i < 200; ++i) labels[i] = i % 10;
+  const DyadicInt8 x = RandomInt8(200, 64, 5, -128, 127, 5);
+  std::vector<std::vector<std::int8_t>> first_weights;
+  for (const Kernel kernel : AvailableKernels()) {
+    for (const int threads : {1, 2}) {
+      Context context;
+      context.set_kernel(kernel);
+      context.set_max_num_threads(threads);
+      Network network(settings);
+      for (int step = 0; step < 3; ++step) network.TrainStep(&context, x, labels);
+      std::vector<std::vector<std::int8_t>> weights;
+      for (const Linear& layer : network.linear_layers())
+        weights.push_back(layer.weights().mantissas);
+      if (first_weights.empty()) first_weights = weights;
+      EXPECT_EQ(weights, first_weights) << KernelName(kernel) << " threads " << threads;
+    }
+  }
+}
+
+TEST(NetworkTest, BadArgumentsAreErrors) {
+  EXPECT_EQ(ParseArchitecture("784-128-10", "--arch"), (std::vector<int>{784, 128, 10}));
+  for (const char* bad : {"", "784", "784--10", "784-0-10", "784-x-10", "-10"}) {
+    EXPECT_THROW(ParseArchitecture(bad, "--arch"), Error) << bad;
+  }
+  Context context;
+  NetworkSettings settings;
+  settings.widths = {4, 3};
+  Network network(settings);
+  EXPECT_THROW(network.TrainStep(&context, DyadicInt8(2, 4, 5), {0}), Error);
+  EXPECT_THROW(network.TrainStep(&context, DyadicInt8(1, 4, 5), {3}), Error);
+  EXPECT_THROW(network.Forward(&context, DyadicInt8(1, 5, 5)), Error);
+  EXPECT_THROW(network.Forward(&context, DyadicInt8(1, 4, 6)), Error);
+}
+
+// The integer softmax against double precision, and -log2 of a probability.
+TEST(CrossEntropyTest, SoftmaxAndLogMatchDoublePrecision) {
+  const std::int8_t logits[] = {40, -3, 17, 40, -128, 0};
+  for (const int exponent : {3, 5, 7}) {
+    std::int32_t probabilities[6];
+    Softmax(logits, 6, exponent, probabilities);
+    double sum = 0;
+    for (const std::int8_t z : logits) sum += std::exp(Real(z, exponent));
+    std::int32_t total = 0;
+    for (int i = 0; i < 6; ++i) {
+      EXPECT_NEAR(probabilities[i], std::exp(Real(logits[i], exponent)) / sum * 32768, 1.0)
+          << "exponent " << exponent << ", entry " << i;
+      total += probabilities[i];
+    }
+    EXPECT_NEAR(total, 32768, 6);
+  }
+  for (const std::int32_t p : {1, 2, 100, 12345, 16384, 32767, 32768}) {
+    EXPECT_NEAR(MinusLog2(p) / 256.0, -std::log2(p / 32768.0), 1.0 / 128) << p;
+  }
+  EXPECT_EQ(MinusLog2(0), MinusLog2(1));
+}
+
+// The cross-entropy step's gradient is p - y at exponent 7: with all logits equal, 1/n - 1 for
+// the label and 1/n elsewhere.
+TEST(CrossEntropyTest, GradientIsProbabilityMinusTarget) {
+  Context context;
+  NetworkSettings settings;
+  settings.widths = {2, 4};
+  settings.loss = Loss::kCrossEntropy;
+  settings.sgd.learning_rate_shift = 20;
+  Network network(settings);
+  network.linear_layers()[0].SetWeights(std::vector<std::int8_t>(8, 0), {0, 0, 0, 0});
+  DyadicInt8 x(1, 2, 5);
+  x.mantissas = {10, -10};
+  const StepStatistics statistics = network.TrainStep(&context, x, {2});
+  // -log2(1/4) = 2 bits.
+  EXPECT_EQ(statistics.loss_exponent, 8);
+  EXPECT_EQ(statistics.loss_mantissa, 2 * 256);
+  // The bias gradient is the output gradient: 32 (1/4 at exponent 7) and 32 - 128 = -96.
+  EXPECT_EQ(network.linear_layers()[0].bias_gradient().exponent, kCrossEntropyGradientExponent);
+  EXPECT_EQ(network.linear_layers()[0].bias_gradient().mantissas,
+            (std::vector<std::int32_t>{32, 32, -96, 32}));
+}
+
+// A short Iris run (the command's defaults: 4-8-8-3, MSE, 500 epochs of batches of 8) reaches at
+// least 90% on the 30 test flowers for each of three seeds.
+TEST(TrainingTest, IrisReachesNinetyPercent) {
+  for (const std::uint64_t seed : {1, 2, 3}) {
+    Split split = StratifiedSplit(LoadIris(ShippedDatasetsDirectory() + "/iris.csv"), 0.2, seed);
+    Standardize(&split);
+    NetworkSettings settings;
+    settings.widths = {4, 8, 8, 3};
+    settings.input_exponent = 5;
+    settings.activation_exponent = 5;
+    settings.sgd.learning_rate_shift = 10;
+    settings.sgd.momentum_shift = 3;
+    settings.seed = seed;
+    Network network(settings);
+    Context context;
+    DyadicInt8 train_inputs(split.train.size(), 4, 5), test_inputs(split.test.size(), 4, 5);
+    train_inputs.mantissas = Quantize(split.train.inputs, 5);
+    test_inputs.mantissas = Quantize(split.test.inputs, 5);
+    SeedSequence epoch_seeds(seed);
+    for (int epoch = 0; epoch < 500; ++epoch) {
+      TrainEpoch(&network, &context, train_inputs, split.train.labels, 8, epoch_seeds.Next64());
+    }
+    const int correct = CountCorrect(&network, &context, test_inputs, split.test.labels, 64);
+    EXPECT_GE(correct, 27) << "seed " << seed << ": " << correct << " of 30";
+  }
+}
+
+}  // namespace
+}  // namespace train
+}  // namespace lowbit

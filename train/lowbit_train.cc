@@ -1,0 +1,218 @@
+// lowbit-train: trains an integer-only MLP on Iris, the 8x8 digits or Fashion-MNIST and prints a
+// table per epoch (doc/training.md). Floats appear only where data is loaded and figures printed.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "public/lowbit.h"
+#include "train/data.h"
+#include "train/network.h"
+
+namespace lowbit {
+namespace train {
+namespace {
+
+struct Options {
+  std::string data = "iris";
+  std::string architecture;
+  std::string loss;
+  int epochs = 0;
+  int batch = 0;
+  std::uint64_t seed = 1;
+  int threads = 1;
+  int learning_rate_shift = -1;
+  int momentum_shift = 3;
+};
+
+const char kUsage[] =
+    "usage: lowbit-train [--data iris|digits|fashion-mnist] [--arch 4-8-8-3] [--loss mse|ce]\n"
+    "                    [--epochs N] [--batch B] [--seed S] [--threads T]\n"
+    "                    [--lr-shift L] [--momentum-shift M]\n";
+
+int ParseInt(const std::string& name, const char* text, int min, int max) {
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (*text == '\0' || *end != '\0' || value < min || value > max) {
+    throw Error(name, "must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
+                          "], got \"" + text + "\"");
+  }
+  return static_cast<int>(value);
+}
+
+Options Parse(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (i + 1 >= argc) throw Error(flag, "needs a value");
+    const char* value = argv[++i];
+    if (flag == "--data") {
+      options.data = value;
+    } else if (flag == "--arch") {
+      options.architecture = value;
+    } else if (flag == "--loss") {
+      options.loss = value;
+    } else if (flag == "--epochs") {
+      options.epochs = ParseInt(flag, value, 1, 100000);
+    } else if (flag == "--batch") {
+      options.batch = ParseInt(flag, value, 1, 65536);
+    } else if (flag == "--seed") {
+      options.seed = static_cast<std::uint64_t>(ParseInt(flag, value, 0, 2147483647));
+    } else if (flag == "--threads") {
+      options.threads = ParseInt(flag, value, 1, 1024);
+    } else if (flag == "--lr-shift") {
+      options.learning_rate_shift = ParseInt(flag, value, 0, 30);
+    } else if (flag == "--momentum-shift") {
+      options.momentum_shift = ParseInt(flag, value, 0, 16);
+    } else {
+      throw Error(flag, std::string("is not an option\n") + kUsage);
+    }
+  }
+  if (!options.loss.empty() && options.loss != "mse" && options.loss != "ce") {
+    throw Error("--loss", "must be mse or ce, got \"" + options.loss + "\"");
+  }
+  return options;
+}
+
+// Each dataset's split, input exponent and defaults.
+struct Problem {
+  Split split;
+  int input_exponent = 0;
+  int activation_exponent = 0;
+  std::string architecture;
+  std::string loss;
+  int epochs = 0;
+  int batch = 0;
+  int learning_rate_shift = 0;
+};
+
+Problem Load(const Options& options) {
+  Problem problem;
+  if (options.data == "iris") {
+    problem.split =
+        StratifiedSplit(LoadIris(ShippedDatasetsDirectory() + "/iris.csv"), 0.2, options.seed);
+    Standardize(&problem.split);
+    problem.input_exponent = 5;
+    problem.activation_exponent = 5;
+    problem.architecture = "4-8-8-3";
+    problem.loss = "mse";
+    problem.epochs = 500;
+    problem.batch = 8;
+    problem.learning_rate_shift = 10;
+  } else if (options.data == "digits") {
+    problem.split = StratifiedSplit(LoadDigits(ShippedDatasetsDirectory() + "/digits.csv.gz"), 0.2,
+                                    options.seed);
+    Standardize(&problem.split);
+    problem.input_exponent = 5;
+    problem.activation_exponent = 5;
+    problem.architecture = "64-64-10";
+    problem.loss = "ce";
+    problem.epochs = 50;
+    problem.batch = 16;
+    problem.learning_rate_shift = 10;
+  } else if (options.data == "fashion-mnist") {
+    problem.split = LoadFashionMnist(DefaultFashionMnistDirectory());
+    // Pixels 0 to 255 as [0, 1): exponent 7 after scaling by 1/2.
+    for (Dataset* set : {&problem.split.train, &problem.split.test}) {
+      for (float& x : set->inputs) x /= 256.0f;
+    }
+    problem.input_exponent = 7;
+    problem.activation_exponent = 5;
+    problem.architecture = "784-128-10";
+    problem.loss = "ce";
+    problem.epochs = 20;
+    problem.batch = 64;
+    problem.learning_rate_shift = 12;
+  } else {
+    throw Error("--data", "must be iris, digits or fashion-mnist, got \"" + options.data + "\"");
+  }
+  return problem;
+}
+
+DyadicInt8 Mantissas(const Dataset& set, int exponent) {
+  DyadicInt8 x(set.size(), set.features, exponent);
+  x.mantissas = Quantize(set.inputs, exponent);
+  return x;
+}
+
+int Run(int argc, char** argv) {
+  const Options options = Parse(argc, argv);
+  const Problem problem = Load(options);
+  NetworkSettings settings;
+  settings.widths = ParseArchitecture(
+      options.architecture.empty() ? problem.architecture : options.architecture, "--arch");
+  if (settings.widths.front() != problem.split.train.features ||
+      settings.widths.back() != problem.split.train.classes) {
+    throw Error("--arch", "must start with the data's " +
+                              std::to_string(problem.split.train.features) +
+                              " features and end with its " +
+                              std::to_string(problem.split.train.classes) + " classes");
+  }
+  settings.input_exponent = problem.input_exponent;
+  settings.activation_exponent = problem.activation_exponent;
+  settings.sgd.learning_rate_shift =
+      options.learning_rate_shift >= 0 ? options.learning_rate_shift : problem.learning_rate_shift;
+  settings.sgd.momentum_shift = options.momentum_shift;
+  settings.seed = options.seed;
+  const std::string loss = options.loss.empty() ? problem.loss : options.loss;
+  settings.loss = loss == "ce" ? Loss::kCrossEntropy : Loss::kMse;
+  const int epochs = options.epochs > 0 ? options.epochs : problem.epochs;
+  const int batch = options.batch > 0 ? options.batch : problem.batch;
+
+  Context context;
+  context.set_max_num_threads(options.threads);
+  Network network(settings);
+  const DyadicInt8 train_inputs = Mantissas(problem.split.train, problem.input_exponent);
+  const DyadicInt8 test_inputs = Mantissas(problem.split.test, problem.input_exponent);
+  SeedSequence epoch_seeds(options.seed ^ 0x6a09e667f3bcc908ULL);
+  std::printf("%5s %10s %7s %7s %8s %8s  %s\n", "epoch", "loss", "train%", "test%", "seconds",
+              "clipped%", "exponents forward / backward");
+  double test_accuracy = 0;
+  const int report_every = epochs > 50 ? epochs / 25 : 1;
+  for (int epoch = 1; epoch <= epochs; ++epoch) {
+    const auto start = std::chrono::steady_clock::now();
+    const EpochStatistics statistics = TrainEpoch(
+        &network, &context, train_inputs, problem.split.train.labels, batch, epoch_seeds.Next64());
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (epoch % report_every != 0 && epoch != epochs) continue;
+    const int train_correct =
+        CountCorrect(&network, &context, train_inputs, problem.split.train.labels, 256);
+    const int test_correct =
+        CountCorrect(&network, &context, test_inputs, problem.split.test.labels, 256);
+    test_accuracy = 100.0 * test_correct / problem.split.test.size();
+    std::string exponents;
+    for (int e : network.ForwardExponents()) exponents += std::to_string(e) + " ";
+    exponents += "/ ";
+    for (int e : network.BackwardExponents()) exponents += std::to_string(e) + " ";
+    const double loss = std::ldexp(static_cast<double>(statistics.totals.loss_mantissa),
+                                   -statistics.totals.loss_exponent) /
+                        statistics.examples;
+    std::printf(
+        "%5d %10.5f %7.2f %7.2f %8.3f %8.3f  %s\n", epoch, loss,
+        100.0 * train_correct / problem.split.train.size(), test_accuracy, seconds,
+        100.0 * statistics.totals.clipped / std::max<std::int64_t>(1, statistics.totals.outputs),
+        exponents.c_str());
+  }
+  std::printf("test accuracy: %.2f%%\n", test_accuracy);
+  return 0;
+}
+
+}  // namespace
+}  // namespace train
+}  // namespace lowbit
+
+int main(int argc, char** argv) {
+  try {
+    return lowbit::train::Run(argc, argv);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "lowbit-train: %s\n", error.what());
+    return 1;
+  }
+}

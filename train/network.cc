@@ -1,0 +1,262 @@
+// The integer-only MLP (train/network.h): exponents chosen from the layers' fan-in, the MSE
+// loss's gradient, and the step that runs forward, backward and update.
+#include "train/network.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "fixedpoint/fixedpoint.h"
+
+namespace lowbit {
+namespace train {
+namespace {
+
+// The finest weight exponent at which He's initial bound sqrt(6 / inputs) still leaves the
+// weights a factor of two of headroom in int8: 2 * bound * 2^s <= 127.
+int WeightExponent(int inputs) {
+  int exponent = 0;
+  while (std::int64_t{24} << (2 * (exponent + 1)) <= std::int64_t{127} * 127 * inputs) {
+    ++exponent;
+  }
+  return exponent;
+}
+
+}  // namespace
+
+void Softmax(const std::int8_t* logits, int count, int exponent, std::int32_t* probabilities) {
+  // exp(z - max z) in Q0.31 from the differences as FixedPoint<int32, 5>: 26 fractional bits,
+  // down to -32, below which exp is 0 in Q0.31 anyway.
+  using Input = fixedpoint::FixedPoint<std::int32_t, 5>;
+  const std::int8_t largest = *std::max_element(logits, logits + count);
+  std::int64_t sum = 0;
+  for (int i = 0; i < count; ++i) {
+    const std::int64_t difference = std::int64_t{logits[i]} - largest;  // in [-255, 0]
+    const std::int64_t raw = exponent <= 26 ? difference * (std::int64_t{1} << (26 - exponent))
+                                            : -((-difference) >> (exponent - 26));
+    const std::int64_t clamped = std::max<std::int64_t>(raw, -(std::int64_t{32} << 26));
+    probabilities[i] =
+        fixedpoint::exp_on_negative_values(Input::FromRaw(static_cast<std::int32_t>(clamped)))
+            .raw();
+    sum += probabilities[i];
+  }
+  // The largest entry's exp is 1 (2^31 - 1), so sum >= 2^31 - 1 and each quotient <= 2^15.
+  for (int i = 0; i < count; ++i) {
+    probabilities[i] = static_cast<std::int32_t>((std::int64_t{probabilities[i]} << 15) / sum);
+  }
+}
+
+std::int32_t MinusLog2(std::int32_t probability) {
+  // log2 of a Q0.15 value as 8.8 fixed point: the integer part from the leading bit, each
+  // fractional bit by squaring the mantissa in [1, 2) (Q1.30) and halving when it reaches 2.
+  const std::int32_t p = std::max(probability, 1);
+  int integer = 0;
+  while ((p >> (integer + 1)) != 0) ++integer;
+  std::int64_t mantissa = std::int64_t{p} << (30 - integer);
+  std::int32_t fraction = 0;
+  for (int bit = 7; bit >= 0; --bit) {
+    mantissa = (mantissa * mantissa) >> 30;
+    if (mantissa >= (std::int64_t{2} << 30)) {
+      mantissa >>= 1;
+      fraction |= 1 << bit;
+    }
+  }
+  return ((15 - integer) << 8) - fraction;
+}
+
+std::vector<int> ParseArchitecture(const std::string& architecture, const std::string& argument) {
+  std::vector<int> widths;
+  std::stringstream stream(architecture);
+  std::string part;
+  while (std::getline(stream, part, '-')) {
+    const bool digits =
+        !part.empty() && part.size() <= 6 &&
+        std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits || std::stoi(part) < 1) {
+      throw Error(argument,
+                  "must be widths joined by '-', each 1 to 999999 (e.g. 784-128-10), got \"" +
+                      architecture + "\"");
+    }
+    widths.push_back(std::stoi(part));
+  }
+  if (widths.size() < 2) {
+    throw Error(argument,
+                "needs at least an input and an output width, got \"" + architecture + "\"");
+  }
+  return widths;
+}
+
+Network::Network(const NetworkSettings& settings) : settings_(settings), seeds_(settings.seed) {
+  if (settings.widths.size() < 2) throw Error("widths", "needs at least two widths");
+  if (settings.bits < 2 || settings.bits > 8) {
+    throw Error("bits", "must be in [2, 8], got " + std::to_string(settings.bits));
+  }
+  SeedSequence init(seeds_.Next64());
+  for (std::size_t k = 0; k + 1 < settings.widths.size(); ++k) {
+    LinearExponents exponents;
+    exponents.input_exponent = k == 0 ? settings.input_exponent : settings.activation_exponent;
+    exponents.weight_exponent = WeightExponent(settings.widths[k]);
+    exponents.forward_shift =
+        exponents.input_exponent + exponents.weight_exponent - settings.activation_exponent;
+    exponents.backward_shift = exponents.weight_exponent;
+    linear_.emplace_back(settings.widths[k], settings.widths[k + 1], exponents, settings.bits,
+                         settings.rounding, &init);
+  }
+  relu_.resize(linear_.size() - 1);
+}
+
+std::vector<int> Network::ForwardExponents() const {
+  std::vector<int> exponents;
+  for (const Linear& layer : linear_) exponents.push_back(layer.exponents().output_exponent());
+  return exponents;
+}
+
+const DyadicInt8& Network::Forward(Context* context, const DyadicInt8& input) {
+  const DyadicInt8* x = &input;
+  for (std::size_t k = 0; k < linear_.size(); ++k) {
+    x = &linear_[k].Forward(context, *x, seeds_.Next());
+    if (k < relu_.size()) x = &relu_[k].Forward(*x);
+  }
+  return *x;
+}
+
+StepStatistics Network::TrainStep(Context* context, const DyadicInt8& input,
+                                  const std::vector<int>& labels) {
+  if (static_cast<int>(labels.size()) != input.rows) {
+    throw Error("labels", "must hold one label per input row (" + std::to_string(input.rows) +
+                              "), got " + std::to_string(labels.size()));
+  }
+  const DyadicInt8& output = Forward(context, input);
+  StepStatistics statistics;
+  for (const int label : labels) {
+    if (label < 0 || label >= output.cols) {
+      throw Error("labels", "must be in [0, " + std::to_string(output.cols) + "), got " +
+                                std::to_string(label));
+    }
+  }
+  DyadicInt8 gradient(output.rows, output.cols, output.exponent);
+  if (settings_.loss == Loss::kMse) {
+    // Against one-hot targets 1.0 at the output's exponent: the gradient (Y - T) at the
+    // output's exponent (the loss's factor 2 / batch is in the learning rate).
+    const std::int32_t one = std::min(std::int32_t{1} << output.exponent, QMax(settings_.bits));
+    for (int row = 0; row < output.rows; ++row) {
+      for (int col = 0; col < output.cols; ++col) {
+        const std::int32_t difference = output.at(row, col) - (col == labels[row] ? one : 0);
+        statistics.loss_mantissa += std::int64_t{difference} * difference;
+        gradient.at(row, col) = static_cast<std::int8_t>(std::clamp(difference, QMin(8), QMax(8)));
+      }
+    }
+    statistics.loss_exponent = 2 * output.exponent;
+  } else {
+    // p - y in Q0.15, rounded to nearest to exponent kCrossEntropyGradientExponent.
+    gradient.exponent = kCrossEntropyGradientExponent;
+    std::vector<std::int32_t> probabilities(output.cols);
+    for (int row = 0; row < output.rows; ++row) {
+      Softmax(&output.mantissas[static_cast<std::size_t>(row) * output.cols], output.cols,
+              output.exponent, probabilities.data());
+      statistics.loss_mantissa += MinusLog2(probabilities[labels[row]]);
+      for (int col = 0; col < output.cols; ++col) {
+        const std::int32_t difference =
+            probabilities[col] - (col == labels[row] ? std::int32_t{1} << 15 : 0);
+        gradient.at(row, col) = static_cast<std::int8_t>(
+            std::clamp(ShiftRound(difference, 15 - kCrossEntropyGradientExponent,
+                                  TrainRounding::kNearest, 0, row, col),
+                       QMin(8), QMax(8)));
+      }
+    }
+    statistics.loss_exponent = 8;
+  }
+  backward_exponents_.assign(linear_.size(), 0);
+  DyadicInt8 input_gradient;
+  for (std::size_t k = linear_.size(); k-- > 0;) {
+    linear_[k].Backward(context, gradient, seeds_.Next(), k > 0 ? &input_gradient : nullptr);
+    statistics.clipped += linear_[k].clipped_outputs();
+    statistics.outputs += static_cast<std::int64_t>(input.rows) * linear_[k].outputs();
+    if (k == 0) break;
+    backward_exponents_[k] = input_gradient.exponent;
+    relu_[k - 1].Backward(input_gradient, &gradient);
+  }
+  backward_exponents_[0] = linear_[0].exponents().input_gradient_exponent(
+      linear_.size() > 1 ? backward_exponents_[1] : gradient.exponent);
+  for (Linear& layer : linear_) layer.Update(settings_.sgd, &seeds_);
+  return statistics;
+}
+
+std::vector<int> Network::Predict(Context* context, const DyadicInt8& input) {
+  const DyadicInt8& output = Forward(context, input);
+  std::vector<int> predictions(output.rows);
+  for (int row = 0; row < output.rows; ++row) {
+    int best = 0;
+    for (int col = 1; col < output.cols; ++col) {
+      if (output.at(row, col) > output.at(row, best)) best = col;
+    }
+    predictions[row] = best;
+  }
+  return predictions;
+}
+
+namespace {
+
+DyadicInt8 Gather(const DyadicInt8& inputs, const std::vector<int>& order, int first, int count) {
+  DyadicInt8 batch(count, inputs.cols, inputs.exponent);
+  for (int i = 0; i < count; ++i) {
+    std::copy_n(
+        inputs.mantissas.begin() + static_cast<std::ptrdiff_t>(order[first + i]) * inputs.cols,
+        inputs.cols, batch.mantissas.begin() + static_cast<std::ptrdiff_t>(i) * inputs.cols);
+  }
+  return batch;
+}
+
+void CheckExamples(const DyadicInt8& inputs, const std::vector<int>& labels, int batch) {
+  if (static_cast<int>(labels.size()) != inputs.rows) {
+    throw Error("labels", "must hold one label per example (" + std::to_string(inputs.rows) +
+                              "), got " + std::to_string(labels.size()));
+  }
+  if (batch < 1) throw Error("batch", "must be at least 1, got " + std::to_string(batch));
+}
+
+}  // namespace
+
+EpochStatistics TrainEpoch(Network* network, Context* context, const DyadicInt8& inputs,
+                           const std::vector<int>& labels, int batch, std::uint64_t seed) {
+  CheckExamples(inputs, labels, batch);
+  std::vector<int> order(inputs.rows);
+  for (int i = 0; i < inputs.rows; ++i) order[i] = i;
+  // Fisher-Yates with the run's own generator: the same order on every platform.
+  SeedSequence shuffle(seed);
+  for (int i = inputs.rows - 1; i > 0; --i) {
+    std::swap(order[i], order[shuffle.Next64() % static_cast<std::uint64_t>(i + 1)]);
+  }
+  EpochStatistics epoch;
+  std::vector<int> batch_labels;
+  for (int first = 0; first < inputs.rows; first += batch) {
+    const int count = std::min(batch, inputs.rows - first);
+    batch_labels.resize(count);
+    for (int i = 0; i < count; ++i) batch_labels[i] = labels[order[first + i]];
+    const StepStatistics step =
+        network->TrainStep(context, Gather(inputs, order, first, count), batch_labels);
+    epoch.totals.loss_mantissa += step.loss_mantissa;
+    epoch.totals.loss_exponent = step.loss_exponent;
+    epoch.totals.clipped += step.clipped;
+    epoch.totals.outputs += step.outputs;
+    epoch.examples += count;
+  }
+  return epoch;
+}
+
+int CountCorrect(Network* network, Context* context, const DyadicInt8& inputs,
+                 const std::vector<int>& labels, int batch) {
+  CheckExamples(inputs, labels, batch);
+  std::vector<int> order(inputs.rows);
+  for (int i = 0; i < inputs.rows; ++i) order[i] = i;
+  int correct = 0;
+  for (int first = 0; first < inputs.rows; first += batch) {
+    const int count = std::min(batch, inputs.rows - first);
+    const std::vector<int> predictions =
+        network->Predict(context, Gather(inputs, order, first, count));
+    for (int i = 0; i < count; ++i) correct += predictions[i] == labels[first + i];
+  }
+  return correct;
+}
+
+}  // namespace train
+}  // namespace lowbit
