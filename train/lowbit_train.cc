@@ -81,58 +81,50 @@ Options Parse(int argc, char** argv) {
 }
 
 // Each dataset's split, input exponent and defaults.
+// Each dataset's defaults (doc/training.md, "The command").
+struct Defaults {
+  const char* data;
+  const char* architecture;
+  const char* loss;
+  int epochs;
+  int batch;
+  int learning_rate_shift;
+  int input_exponent;
+  int activation_exponent;
+};
+constexpr Defaults kDefaults[] = {
+    {"iris", "4-8-8-3", "mse", 500, 8, 10, 5, 5},
+    {"digits", "64-64-10", "ce", 50, 16, 10, 5, 5},
+    {"fashion-mnist", "784-128-10", "ce", 20, 64, 12, 7, 5},
+};
+
 struct Problem {
   Split split;
-  int input_exponent = 0;
-  int activation_exponent = 0;
-  std::string architecture;
-  std::string loss;
-  int epochs = 0;
-  int batch = 0;
-  int learning_rate_shift = 0;
+  Defaults defaults;
 };
 
 Problem Load(const Options& options) {
-  Problem problem;
-  if (options.data == "iris") {
-    problem.split =
-        StratifiedSplit(LoadIris(ShippedDatasetsDirectory() + "/iris.csv"), 0.2, options.seed);
-    Standardize(&problem.split);
-    problem.input_exponent = 5;
-    problem.activation_exponent = 5;
-    problem.architecture = "4-8-8-3";
-    problem.loss = "mse";
-    problem.epochs = 500;
-    problem.batch = 8;
-    problem.learning_rate_shift = 10;
-  } else if (options.data == "digits") {
-    problem.split = StratifiedSplit(LoadDigits(ShippedDatasetsDirectory() + "/digits.csv.gz"), 0.2,
-                                    options.seed);
-    Standardize(&problem.split);
-    problem.input_exponent = 5;
-    problem.activation_exponent = 5;
-    problem.architecture = "64-64-10";
-    problem.loss = "ce";
-    problem.epochs = 50;
-    problem.batch = 16;
-    problem.learning_rate_shift = 10;
-  } else if (options.data == "fashion-mnist") {
-    problem.split = LoadFashionMnist(DefaultFashionMnistDirectory());
-    // Pixels 0 to 255 as [0, 1): exponent 7 after scaling by 1/2.
-    for (Dataset* set : {&problem.split.train, &problem.split.test}) {
-      for (float& x : set->inputs) x /= 256.0f;
+  for (const Defaults& defaults : kDefaults) {
+    if (options.data != defaults.data) continue;
+    Problem problem{{}, defaults};
+    if (options.data == "iris") {
+      problem.split =
+          StratifiedSplit(LoadIris(ShippedDatasetsDirectory() + "/iris.csv"), 0.2, options.seed);
+      Standardize(&problem.split);
+    } else if (options.data == "digits") {
+      problem.split = StratifiedSplit(LoadDigits(ShippedDatasetsDirectory() + "/digits.csv.gz"),
+                                      0.2, options.seed);
+      Standardize(&problem.split);
+    } else {
+      problem.split = LoadFashionMnist(DefaultFashionMnistDirectory());
+      // Pixels 0 to 255 as [0, 1), quantized at exponent 7.
+      for (Dataset* set : {&problem.split.train, &problem.split.test}) {
+        for (float& x : set->inputs) x /= 256.0f;
+      }
     }
-    problem.input_exponent = 7;
-    problem.activation_exponent = 5;
-    problem.architecture = "784-128-10";
-    problem.loss = "ce";
-    problem.epochs = 20;
-    problem.batch = 64;
-    problem.learning_rate_shift = 12;
-  } else {
-    throw Error("--data", "must be iris, digits or fashion-mnist, got \"" + options.data + "\"");
+    return problem;
   }
-  return problem;
+  throw Error("--data", "must be iris, digits or fashion-mnist, got \"" + options.data + "\"");
 }
 
 DyadicInt8 Mantissas(const Dataset& set, int exponent) {
@@ -146,7 +138,8 @@ int Run(int argc, char** argv) {
   const Problem problem = Load(options);
   NetworkSettings settings;
   settings.widths = ParseArchitecture(
-      options.architecture.empty() ? problem.architecture : options.architecture, "--arch");
+      options.architecture.empty() ? problem.defaults.architecture : options.architecture,
+      "--arch");
   if (settings.widths.front() != problem.split.train.features ||
       settings.widths.back() != problem.split.train.classes) {
     throw Error("--arch", "must start with the data's " +
@@ -154,22 +147,23 @@ int Run(int argc, char** argv) {
                               " features and end with its " +
                               std::to_string(problem.split.train.classes) + " classes");
   }
-  settings.input_exponent = problem.input_exponent;
-  settings.activation_exponent = problem.activation_exponent;
-  settings.sgd.learning_rate_shift =
-      options.learning_rate_shift >= 0 ? options.learning_rate_shift : problem.learning_rate_shift;
+  settings.input_exponent = problem.defaults.input_exponent;
+  settings.activation_exponent = problem.defaults.activation_exponent;
+  settings.sgd.learning_rate_shift = options.learning_rate_shift >= 0
+                                         ? options.learning_rate_shift
+                                         : problem.defaults.learning_rate_shift;
   settings.sgd.momentum_shift = options.momentum_shift;
   settings.seed = options.seed;
-  const std::string loss = options.loss.empty() ? problem.loss : options.loss;
+  const std::string loss = options.loss.empty() ? problem.defaults.loss : options.loss;
   settings.loss = loss == "ce" ? Loss::kCrossEntropy : Loss::kMse;
-  const int epochs = options.epochs > 0 ? options.epochs : problem.epochs;
-  const int batch = options.batch > 0 ? options.batch : problem.batch;
+  const int epochs = options.epochs > 0 ? options.epochs : problem.defaults.epochs;
+  const int batch = options.batch > 0 ? options.batch : problem.defaults.batch;
 
   Context context;
   context.set_max_num_threads(options.threads);
   Network network(settings);
-  const DyadicInt8 train_inputs = Mantissas(problem.split.train, problem.input_exponent);
-  const DyadicInt8 test_inputs = Mantissas(problem.split.test, problem.input_exponent);
+  const DyadicInt8 train_inputs = Mantissas(problem.split.train, problem.defaults.input_exponent);
+  const DyadicInt8 test_inputs = Mantissas(problem.split.test, problem.defaults.input_exponent);
   SeedSequence epoch_seeds(options.seed ^ 0x6a09e667f3bcc908ULL);
   std::printf("%5s %10s %7s %7s %8s %8s  %s\n", "epoch", "loss", "train%", "test%", "seconds",
               "clipped%", "exponents forward / backward");
