@@ -2,16 +2,21 @@
 // against exact 64-bit references, exponent bookkeeping, the straight-through mask, and the same
 // bits for every thread count and kernel.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <cmath>
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "public/lowbit.h"
 #include "train/data.h"
 #include "train/dyadic.h"
 #include "train/layers.h"
+#include "train/model_file.h"
 #include "train/network.h"
 
 namespace lowbit {
@@ -376,6 +381,118 @@ TEST(TrainingTest, IrisReachesNinetyPercent) {
     }
     const int correct = CountCorrect(&network, &context, test_inputs, split.test.labels, 64);
     EXPECT_GE(correct, 27) << "seed " << seed << ": " << correct << " of 30";
+  }
+}
+
+std::vector<unsigned char> ReadBytes(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  return std::vector<unsigned char>((std::istreambuf_iterator<char>(file)),
+                                    std::istreambuf_iterator<char>());
+}
+
+void WriteBytes(const std::string& path, const std::vector<unsigned char>& bytes) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file.write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
+}
+
+// Rewrites the trailing CRC-32 so that a deliberately changed body passes the checksum.
+void Reseal(std::vector<unsigned char>* bytes) {
+  const std::size_t body = bytes->size() - 4;
+  const auto crc = static_cast<std::uint32_t>(
+      crc32(crc32(0L, Z_NULL, 0), bytes->data(), static_cast<uInt>(body)));
+  for (int i = 0; i < 4; ++i) (*bytes)[body + i] = static_cast<unsigned char>(crc >> (8 * i));
+}
+
+class ModelFileTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    settings_.widths = {6, 5, 3};
+    settings_.loss = Loss::kCrossEntropy;
+    settings_.sgd.momentum_shift = 3;
+    settings_.seed = 11;
+    Network network(settings_);
+    for (int step = 0; step < 3; ++step) network.TrainStep(&context_, input_, {0, 1, 2, 1});
+    path_ = testing::TempDir() + "/lowbit_model_" +
+            testing::UnitTest::GetInstance()->current_test_info()->name();
+    SaveModel(network, path_);
+    expected_predictions_ = network.Predict(&context_, input_);
+    for (const Linear& layer : network.linear_layers()) {
+      std::vector<std::int32_t> state(layer.StateSize());
+      layer.GetState(state.data());
+      expected_states_.push_back(state);
+    }
+  }
+
+  // LoadModel on `bytes` throws DataError naming the file and containing `fault`.
+  void ExpectFault(const std::vector<unsigned char>& bytes, const std::string& fault) {
+    WriteBytes(path_, bytes);
+    try {
+      LoadModel(path_);
+      ADD_FAILURE() << "no error for " << fault;
+    } catch (const DataError& error) {
+      EXPECT_NE(std::string(error.what()).find(path_), std::string::npos) << error.what();
+      EXPECT_NE(std::string(error.what()).find(fault), std::string::npos) << error.what();
+    }
+  }
+
+  Context context_;
+  NetworkSettings settings_;
+  DyadicInt8 input_ = RandomInt8(4, 6, 5, -100, 100, 3);
+  std::string path_;
+  std::vector<int> expected_predictions_;
+  std::vector<std::vector<std::int32_t>> expected_states_;
+};
+
+TEST_F(ModelFileTest, RoundTripKeepsEveryBit) {
+  Network loaded = LoadModel(path_);
+  EXPECT_EQ(loaded.settings().widths, settings_.widths);
+  EXPECT_EQ(loaded.settings().loss, Loss::kCrossEntropy);
+  EXPECT_EQ(loaded.settings().seed, 11u);
+  for (std::size_t k = 0; k < loaded.linear_layers().size(); ++k) {
+    const Linear& layer = loaded.linear_layers()[k];
+    std::vector<std::int32_t> state(layer.StateSize());
+    layer.GetState(state.data());
+    EXPECT_EQ(state, expected_states_[k]) << "layer " << k;
+  }
+  EXPECT_EQ(loaded.Predict(&context_, input_), expected_predictions_);
+}
+
+TEST_F(ModelFileTest, EachFaultIsAnErrorNamingTheFile) {
+  const std::vector<unsigned char> good = ReadBytes(path_);
+  ASSERT_GT(good.size(), 64u);
+  ExpectFault({}, "truncated");
+  ExpectFault(std::vector<unsigned char>(good.begin(), good.begin() + 10), "truncated");
+  ExpectFault(std::vector<unsigned char>(good.begin(), good.end() - 7), "checksum mismatch");
+  std::vector<unsigned char> flipped = good;
+  flipped[40] ^= 1;
+  ExpectFault(flipped, "checksum mismatch");
+  std::vector<unsigned char> magic = good;
+  magic[0] = 'X';
+  ExpectFault(magic, "not a lowbit-train model file");
+  std::vector<unsigned char> version = good;
+  version[8] = 2;
+  Reseal(&version);
+  ExpectFault(version, "format version 2");
+  // The first layer's weight exponent (after magic, version, 1 + 3 widths, 9 settings and the
+  // 8-byte seed, then the layer's input exponent).
+  std::vector<unsigned char> exponent = good;
+  exponent[8 + 4 + 4 * (1 + 3 + 9) + 8 + 4] += 1;
+  Reseal(&exponent);
+  ExpectFault(exponent, "layer exponents differ");
+  std::vector<unsigned char> longer = good;
+  longer.insert(longer.end() - 4, {0, 0, 0, 0});
+  Reseal(&longer);
+  ExpectFault(longer, "left over");
+  std::vector<unsigned char> widths = good;
+  widths[12] = 1;  // one width
+  Reseal(&widths);
+  ExpectFault(widths, "width count 1");
+  try {
+    LoadModel(path_ + ".missing");
+    ADD_FAILURE() << "no error for a missing file";
+  } catch (const DataError& error) {
+    EXPECT_NE(std::string(error.what()).find("cannot open"), std::string::npos);
   }
 }
 

@@ -77,6 +77,25 @@ void Linear::SetWeights(const std::vector<std::int8_t>& weights,
   RoundFromMasters();
 }
 
+std::size_t Linear::StateSize() const { return 2 * (weights_.mantissas.size() + bias_.size()); }
+
+void Linear::GetState(std::int32_t* state) const {
+  state = std::copy(master_weights_.mantissas.begin(), master_weights_.mantissas.end(), state);
+  state = std::copy(master_bias_.begin(), master_bias_.end(), state);
+  state = std::copy(weight_velocity_.mantissas.begin(), weight_velocity_.mantissas.end(), state);
+  std::copy(bias_velocity_.begin(), bias_velocity_.end(), state);
+}
+
+void Linear::SetState(const std::int32_t* state) {
+  const std::size_t weights = weights_.mantissas.size();
+  const std::size_t biases = bias_.size();
+  std::copy_n(state, weights, master_weights_.mantissas.begin());
+  std::copy_n(state + weights, biases, master_bias_.begin());
+  std::copy_n(state + weights + biases, weights, weight_velocity_.mantissas.begin());
+  std::copy_n(state + 2 * weights + biases, biases, bias_velocity_.begin());
+  RoundFromMasters();
+}
+
 void Linear::RoundFromMasters() {
   for (std::size_t i = 0; i < weights_.mantissas.size(); ++i) {
     const std::int32_t w =

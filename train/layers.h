@@ -64,6 +64,13 @@ class Linear {
   // Sets the weights' mantissas (and their masters) directly, for tests and loading.
   void SetWeights(const std::vector<std::int8_t>& weights, const std::vector<std::int32_t>& bias);
 
+  // What training moves, as one int32 array: the master weights, the master bias, then the
+  // weights' and the bias' velocities (StateSize() entries). SetState rounds the weights and bias
+  // from it.
+  std::size_t StateSize() const;
+  void GetState(std::int32_t* state) const;
+  void SetState(const std::int32_t* state);
+
   // x: batch x inputs at exponents().input_exponent. Keeps x and the output for Backward.
   const DyadicInt8& Forward(Context* context, const DyadicInt8& x, std::uint32_t seed);
   // dy: batch x outputs, the gradient of the last Forward's output. Zeroes it where that

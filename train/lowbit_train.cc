@@ -9,6 +9,7 @@
 
 #include "public/lowbit.h"
 #include "train/data.h"
+#include "train/model_file.h"
 #include "train/network.h"
 
 namespace lowbit {
@@ -25,12 +26,15 @@ struct Options {
   int threads = 1;
   int learning_rate_shift = -1;
   int momentum_shift = 3;
+  std::string save;
+  std::string eval;
 };
 
 const char kUsage[] =
     "usage: lowbit-train [--data iris|digits|fashion-mnist] [--arch 4-8-8-3] [--loss mse|ce]\n"
     "                    [--epochs N] [--batch B] [--seed S] [--threads T]\n"
-    "                    [--lr-shift L] [--momentum-shift M]\n";
+    "                    [--lr-shift L] [--momentum-shift M] [--save FILE]\n"
+    "       lowbit-train --eval FILE [--data ...] [--threads T]\n";
 
 int ParseInt(const std::string& name, const char* text, int min, int max) {
   char* end = nullptr;
@@ -68,6 +72,10 @@ Options Parse(int argc, char** argv) {
       options.threads = ParseInt(flag, value, 1, 1024);
     } else if (flag == "--lr-shift") {
       options.learning_rate_shift = ParseInt(flag, value, 0, 30);
+    } else if (flag == "--save") {
+      options.save = value;
+    } else if (flag == "--eval") {
+      options.eval = value;
     } else if (flag == "--momentum-shift") {
       options.momentum_shift = ParseInt(flag, value, 0, 16);
     } else {
@@ -133,20 +141,41 @@ DyadicInt8 Mantissas(const Dataset& set, int exponent) {
   return x;
 }
 
+void CheckFitsData(const std::vector<int>& widths, const Split& split, const std::string& what) {
+  if (widths.front() != split.train.features || widths.back() != split.train.classes) {
+    throw Error(what, "must start with the data's " + std::to_string(split.train.features) +
+                          " features and end with its " + std::to_string(split.train.classes) +
+                          " classes");
+  }
+}
+
+// --eval: the saved network's accuracy on the data's test set.
+int Evaluate(const Options& options, const Problem& problem) {
+  Network network = LoadModel(options.eval);
+  CheckFitsData(network.settings().widths, problem.split, "--eval " + options.eval);
+  if (network.settings().input_exponent != problem.defaults.input_exponent) {
+    throw Error("--eval " + options.eval, "was trained on inputs at exponent " +
+                                              std::to_string(network.settings().input_exponent) +
+                                              ", this data's are at " +
+                                              std::to_string(problem.defaults.input_exponent));
+  }
+  Context context;
+  context.set_max_num_threads(options.threads);
+  const DyadicInt8 test_inputs = Mantissas(problem.split.test, problem.defaults.input_exponent);
+  const int correct = CountCorrect(&network, &context, test_inputs, problem.split.test.labels, 256);
+  std::printf("test accuracy: %.2f%%\n", 100.0 * correct / problem.split.test.size());
+  return 0;
+}
+
 int Run(int argc, char** argv) {
   const Options options = Parse(argc, argv);
   const Problem problem = Load(options);
+  if (!options.eval.empty()) return Evaluate(options, problem);
   NetworkSettings settings;
   settings.widths = ParseArchitecture(
       options.architecture.empty() ? problem.defaults.architecture : options.architecture,
       "--arch");
-  if (settings.widths.front() != problem.split.train.features ||
-      settings.widths.back() != problem.split.train.classes) {
-    throw Error("--arch", "must start with the data's " +
-                              std::to_string(problem.split.train.features) +
-                              " features and end with its " +
-                              std::to_string(problem.split.train.classes) + " classes");
-  }
+  CheckFitsData(settings.widths, problem.split, "--arch");
   settings.input_exponent = problem.defaults.input_exponent;
   settings.activation_exponent = problem.defaults.activation_exponent;
   settings.sgd.learning_rate_shift = options.learning_rate_shift >= 0
@@ -195,6 +224,7 @@ int Run(int argc, char** argv) {
         exponents.c_str());
   }
   std::printf("test accuracy: %.2f%%\n", test_accuracy);
+  if (!options.save.empty()) SaveModel(network, options.save);
   return 0;
 }
 
