@@ -1,5 +1,7 @@
 // lowbit-train: trains an integer-only MLP on Iris, the 8x8 digits or Fashion-MNIST and prints a
 // table per epoch (doc/training.md). Floats appear only where data is loaded and figures printed.
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -167,6 +169,20 @@ int Evaluate(const Options& options, const Problem& problem) {
   return 0;
 }
 
+// A bar on the terminal's current line during an epoch, redrawn when it grows and erased when
+// the epoch ends.
+void DrawProgress(int done, int total) {
+  constexpr int kWidth = 40;
+  static int drawn = -1;
+  const int filled = static_cast<int>(static_cast<std::int64_t>(kWidth) * done / total);
+  if (filled == drawn && done != total) return;
+  drawn = done == total ? -1 : filled;
+  std::printf("\r[%s%s] %d/%d", std::string(filled, '=').c_str(),
+              std::string(kWidth - filled, ' ').c_str(), done, total);
+  if (done == total) std::printf("\r%*s\r", kWidth + 24, "");
+  std::fflush(stdout);
+}
+
 int Run(int argc, char** argv) {
   const Options options = Parse(argc, argv);
   const Problem problem = Load(options);
@@ -200,8 +216,11 @@ int Run(int argc, char** argv) {
   const int report_every = epochs > 50 ? epochs / 25 : 1;
   for (int epoch = 1; epoch <= epochs; ++epoch) {
     const auto start = std::chrono::steady_clock::now();
-    const EpochStatistics statistics = TrainEpoch(
-        &network, &context, train_inputs, problem.split.train.labels, batch, epoch_seeds.Next64());
+    // Only long epochs (hundreds of batches) on a terminal get a bar.
+    const bool show_progress = isatty(STDOUT_FILENO) && train_inputs.rows >= 100 * batch;
+    const EpochStatistics statistics =
+        TrainEpoch(&network, &context, train_inputs, problem.split.train.labels, batch,
+                   epoch_seeds.Next64(), show_progress ? DrawProgress : nullptr);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (epoch % report_every != 0 && epoch != epochs) continue;

@@ -217,7 +217,8 @@ void CheckExamples(const DyadicInt8& inputs, const std::vector<int>& labels, int
 }  // namespace
 
 EpochStatistics TrainEpoch(Network* network, Context* context, const DyadicInt8& inputs,
-                           const std::vector<int>& labels, int batch, std::uint64_t seed) {
+                           const std::vector<int>& labels, int batch, std::uint64_t seed,
+                           const std::function<void(int, int)>& progress) {
   CheckExamples(inputs, labels, batch);
   std::vector<int> order(inputs.rows);
   for (int i = 0; i < inputs.rows; ++i) order[i] = i;
@@ -239,6 +240,7 @@ EpochStatistics TrainEpoch(Network* network, Context* context, const DyadicInt8&
     epoch.totals.clipped += step.clipped;
     epoch.totals.outputs += step.outputs;
     epoch.examples += count;
+    if (progress) progress(epoch.examples, inputs.rows);
   }
   return epoch;
 }

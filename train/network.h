@@ -4,6 +4,7 @@
 #define LOWBIT_TRAIN_NETWORK_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -90,10 +91,12 @@ struct EpochStatistics {
   int examples = 0;
 };
 
-// One epoch: the examples (rows of `inputs`, at the network's activation exponent) in an order
-// shuffled by `seed`, in batches of `batch` (the last one smaller).
+// One epoch: the examples (rows of `inputs`, at the network's input exponent) in an order
+// shuffled by `seed`, in batches of `batch` (the last one smaller). `progress`, if set, is
+// called after each batch with the examples done so far and the total.
 EpochStatistics TrainEpoch(Network* network, Context* context, const DyadicInt8& inputs,
-                           const std::vector<int>& labels, int batch, std::uint64_t seed);
+                           const std::vector<int>& labels, int batch, std::uint64_t seed,
+                           const std::function<void(int, int)>& progress = nullptr);
 
 // How many of the examples the network classifies right, in batches of `batch`.
 int CountCorrect(Network* network, Context* context, const DyadicInt8& inputs,
