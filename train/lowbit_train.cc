@@ -213,6 +213,7 @@ int Run(int argc, char** argv) {
   std::printf("%5s %10s %7s %7s %8s %8s  %s\n", "epoch", "loss", "train%", "test%", "seconds",
               "clipped%", "exponents forward / backward");
   double test_accuracy = 0;
+  double training_seconds = 0;  // the epochs' steps, without the evaluations between them
   const int report_every = epochs > 50 ? epochs / 25 : 1;
   for (int epoch = 1; epoch <= epochs; ++epoch) {
     const auto start = std::chrono::steady_clock::now();
@@ -223,6 +224,7 @@ int Run(int argc, char** argv) {
                    epoch_seeds.Next64(), show_progress ? DrawProgress : nullptr);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    training_seconds += seconds;
     if (epoch % report_every != 0 && epoch != epochs) continue;
     const int train_correct =
         CountCorrect(&network, &context, train_inputs, problem.split.train.labels, 256);
@@ -242,6 +244,8 @@ int Run(int argc, char** argv) {
         100.0 * statistics.totals.clipped / std::max<std::int64_t>(1, statistics.totals.outputs),
         exponents.c_str());
   }
+  std::printf("training seconds: %.3f (%.4f per epoch)\n", training_seconds,
+              training_seconds / epochs);
   std::printf("test accuracy: %.2f%%\n", test_accuracy);
   if (!options.save.empty()) SaveModel(network, options.save);
   return 0;
