@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -139,6 +140,143 @@ TEST(LinearTest, ForwardAndBackwardMatchAnExactReference) {
       EXPECT_EQ(dx.at(b, i), Clamp8(RoundNearest(acc, 5))) << b << "," << i;
     }
   }
+}
+
+// One SGD step of a master entry in 64-bit arithmetic with ShiftRound: the rule of
+// SgdSettings (layers.h), bounds included.
+std::int64_t Clamp(std::int64_t v, std::int64_t bound) { return std::clamp(v, -bound, bound); }
+void ReferenceStep(const SgdSettings& sgd, TrainRounding rounding, int gradient_exponent,
+                   int master_exponent, std::uint32_t seed, int row, int col, std::int64_t gradient,
+                   std::int32_t* master, std::int32_t* velocity, std::int64_t master_bound) {
+  std::int64_t g = Clamp(gradient, 1 << 29);
+  if (sgd.weight_decay_shift > 0) {
+    g = Clamp(g + ShiftRound(*master, master_exponent - gradient_exponent + sgd.weight_decay_shift,
+                             rounding, seed ^ 0x5bd1e995U, row, col),
+              1 << 29);
+  }
+  const std::int64_t kept =
+      *velocity - ShiftRound(*velocity, sgd.momentum_shift, TrainRounding::kNearest, 0, 0, 0);
+  *velocity = static_cast<std::int32_t>(Clamp(g + kept, 1 << 30));
+  const std::int64_t step =
+      Clamp(ShiftRound(*velocity, gradient_exponent + sgd.learning_rate_shift - master_exponent,
+                       rounding, seed, row, col),
+            sgd.max_step > 0 ? sgd.max_step : 1 << 30);
+  *master = static_cast<std::int32_t>(Clamp(*master - step, master_bound));
+}
+
+// Update against ReferenceStep for every entry, with momentum, weight decay, step clipping, both
+// roundings, a weight step that divides and a bias step that multiplies (shifts 2 and -6), and
+// rows longer than any vector so that vectorized loops meet their tails.
+TEST(LinearTest, UpdateMatchesAnExactReference) {
+  Context context;
+  const int batch = 6, inputs = 37, outputs = 5;
+  LinearExponents exponents;
+  exponents.input_exponent = 4;
+  exponents.weight_exponent = 6;
+  exponents.forward_shift = 7;
+  exponents.backward_shift = 5;
+  const int weight_master_exponent = 6 + Linear::kMasterBits;
+  const int bias_master_exponent = 4 + 6 + Linear::kMasterBits;
+  std::vector<SgdSettings> settings(4);
+  settings[0].learning_rate_shift = 3;
+  settings[1].learning_rate_shift = 3;
+  settings[1].momentum_shift = 3;
+  settings[2].learning_rate_shift = 3;
+  settings[2].momentum_shift = 1;
+  settings[2].weight_decay_shift = 4;
+  settings[3].learning_rate_shift = 3;
+  settings[3].momentum_shift = 2;
+  settings[3].max_step = 40;
+  std::mt19937 generator(11);
+  for (const TrainRounding rounding : {TrainRounding::kStochastic, TrainRounding::kNearest}) {
+    for (const SgdSettings& sgd : settings) {
+      SeedSequence init(1);
+      Linear layer(inputs, outputs, exponents, 8, rounding, &init);
+      // Masters anywhere in their range, velocities far from zero, so that every rounding and
+      // clamp is exercised.
+      std::vector<std::int32_t> state(layer.StateSize());
+      const std::size_t weights = std::size_t{inputs} * outputs;
+      std::uniform_int_distribution<std::int32_t> master(-127 * 256, 127 * 256);
+      // Velocities small (steps that round) or large (steps that saturate and clamp).
+      std::uniform_int_distribution<std::int32_t> small_velocity(-(1 << 12), 1 << 12);
+      std::uniform_int_distribution<std::int32_t> large_velocity(-(1 << 25), 1 << 25);
+      for (std::size_t i = 0; i < state.size(); ++i) {
+        const bool is_master = i < weights + outputs;
+        state[i] = is_master         ? master(generator)
+                   : generator() % 2 ? small_velocity(generator)
+                                     : large_velocity(generator);
+      }
+      layer.SetState(state.data());
+      layer.Forward(&context, RandomInt8(batch, inputs, 4, -128, 127, 3), 5);
+      layer.Backward(&context, RandomInt8(batch, outputs, 9, -100, 100, 4), 6, nullptr);
+      const DyadicInt32 weight_gradient = layer.weight_gradient();
+      const DyadicInt32 bias_gradient = layer.bias_gradient();
+      SeedSequence seeds(7);
+      SeedSequence reference_seeds(7);
+      layer.Update(sgd, &seeds);
+      const std::uint32_t weight_seed = reference_seeds.Next();
+      const std::uint32_t bias_seed = reference_seeds.Next();
+      std::vector<std::int32_t> expected = state;
+      for (int o = 0; o < outputs; ++o) {
+        for (int i = 0; i < inputs; ++i) {
+          const std::size_t at = static_cast<std::size_t>(o) * inputs + i;
+          ReferenceStep(sgd, rounding, weight_gradient.exponent, weight_master_exponent,
+                        weight_seed, o, i, weight_gradient.at(o, i), &expected[at],
+                        &expected[weights + outputs + at], 127 * 256);
+        }
+        ReferenceStep(sgd, rounding, bias_gradient.exponent, bias_master_exponent, bias_seed, 0, o,
+                      bias_gradient.mantissas[o], &expected[weights + o],
+                      &expected[2 * weights + outputs + o], (1 << 30) - 1);
+      }
+      std::vector<std::int32_t> updated(layer.StateSize());
+      layer.GetState(updated.data());
+      EXPECT_EQ(updated, expected) << "momentum " << sgd.momentum_shift << " decay "
+                                   << sgd.weight_decay_shift << " max step " << sgd.max_step;
+      EXPECT_NE(updated, state);
+      for (std::size_t i = 0; i < weights; ++i) {
+        EXPECT_EQ(layer.weights().mantissas[i], Clamp8(RoundNearest(expected[i], 8))) << i;
+      }
+      for (int o = 0; o < outputs; ++o) {
+        EXPECT_EQ(layer.bias()[o], RoundNearest(expected[weights + o], 8)) << o;
+      }
+    }
+  }
+}
+
+// Settings whose shifts leave [-30, 30] are errors naming the setting, before anything moves.
+TEST(LinearTest, UpdateRejectsShiftsOutOfRange) {
+  Context context;
+  LinearExponents exponents;
+  exponents.input_exponent = 4;
+  exponents.weight_exponent = 6;
+  exponents.forward_shift = 7;
+  SeedSequence init(1);
+  Linear layer(3, 2, exponents, 8, TrainRounding::kStochastic, &init);
+  layer.Forward(&context, RandomInt8(2, 3, 4, -128, 127, 3), 5);
+  layer.Backward(&context, RandomInt8(2, 2, 9, -100, 100, 4), 6, nullptr);
+  std::vector<std::int32_t> before(layer.StateSize());
+  layer.GetState(before.data());
+  const auto expect_error = [&](const SgdSettings& sgd, const std::string& setting) {
+    SeedSequence seeds(7);
+    try {
+      layer.Update(sgd, &seeds);
+      ADD_FAILURE() << setting << " was accepted";
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find(setting), std::string::npos) << error.what();
+    }
+    std::vector<std::int32_t> after(layer.StateSize());
+    layer.GetState(after.data());
+    EXPECT_EQ(after, before) << setting;
+  };
+  SgdSettings sgd;
+  sgd.learning_rate_shift = 40;  // weight step shift 9 + 4 + 40 - 14 = 39
+  expect_error(sgd, "sgd.learning_rate_shift");
+  sgd.learning_rate_shift = 3;
+  sgd.momentum_shift = 31;
+  expect_error(sgd, "sgd.momentum_shift");
+  sgd.momentum_shift = 0;
+  sgd.weight_decay_shift = 40;
+  expect_error(sgd, "sgd.weight_decay_shift");
 }
 
 // The straight-through estimator: no gradient flows through an output that was clipped.

@@ -502,13 +502,14 @@ void Standardize(Split* split) {
 
 std::vector<std::int8_t> Quantize(const std::vector<float>& inputs, int exponent) {
   std::vector<std::int8_t> mantissas(inputs.size());
+  // In double, x * 2^exponent is exact for any float x and any exponent in use, so the only
+  // rounding is std::round's (halves away from zero).
+  const double scale = std::ldexp(1.0, exponent);
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (std::isnan(inputs[i])) {
       throw std::invalid_argument("Quantize: input " + std::to_string(i) + " is NaN");
     }
-    // In double, x * 2^exponent is exact for any float x and any exponent in use, so the only
-    // rounding is std::round's (halves away from zero).
-    const double scaled = std::round(std::ldexp(static_cast<double>(inputs[i]), exponent));
+    const double scaled = std::round(static_cast<double>(inputs[i]) * scale);
     mantissas[i] = static_cast<std::int8_t>(std::clamp(scaled, -128.0, 127.0));
   }
   return mantissas;

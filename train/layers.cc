@@ -3,6 +3,7 @@
 #include "train/layers.h"
 
 #include <algorithm>
+#include <climits>
 #include <string>
 #include <tuple>
 
@@ -29,6 +30,152 @@ void CheckShape(const char* name, const DyadicInt8& x, int rows, int cols, int e
 
 MatrixMap<const std::int8_t> RowMajor(const DyadicInt8& x) {
   return MatrixMap<const std::int8_t>(x.mantissas.data(), x.rows, x.cols, Order::kRowMajor);
+}
+
+// The update runs once per weight per step: GCC compiles an AVX2 clone of its row loop as well,
+// chosen when the program loads. Sanitizer builds keep one plain version (their runtimes start
+// after the loader resolves the clones).
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define LOWBIT_TRAIN_UPDATE_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define LOWBIT_TRAIN_UPDATE_CLONES
+#endif
+
+// The update's bounds keep every intermediate inside int32 (so that its loops vectorize without
+// 64-bit lanes): a gradient term within +-2^29, a velocity within +-2^30, shifts in [-30, 30],
+// steps within +-2^30 and masters within +-(2^30 - 1), so that a step cannot overflow them.
+constexpr std::int32_t kGradientBound = 1 << 29;
+constexpr std::int32_t kVelocityBound = 1 << 30;
+constexpr std::int32_t kBiasMasterBound = (1 << 30) - 1;
+
+// SgdSettings as shifts between one tensor's gradient and master exponents.
+struct UpdateShifts {
+  int decay = 0;  // master -> decay term at the gradient's exponent; applied when decay_on
+  bool decay_on = false;
+  int momentum = 0;  // v = (1 - 2^-momentum) v + g; 0 keeps no history (v = g)
+  int step = 0;      // velocity -> master units: the learning rate
+  std::int32_t max_step = 0;
+  bool stochastic = true;
+};
+
+// v * 2^-shift, clamped to +-2^30, for |v| <= 2^30 and shift in [-30, 30]: the bits of
+// ShiftRound clamped the same way. A right shift rounds stochastically with `random`
+// (StochasticRoundingBits) or to nearest, ties away from zero. Branch-free (a left shift is a
+// right shift by 0, a choice of rounding is a mask), so that the loops over it vectorize: GCC
+// does not unswitch loops this large.
+inline std::int32_t RoundShift(std::int32_t v, int shift, bool stochastic, std::uint32_t random) {
+  const int right = std::max(shift, 0);
+  const int left = std::max(-shift, 0);
+  const std::int32_t bound = kVelocityBound >> left;
+  const std::int32_t x = std::clamp(v, -bound, bound) * (std::int32_t{1} << left);
+  const std::int32_t mask = static_cast<std::int32_t>((std::uint32_t{1} << right) - 1);
+  const std::int32_t stochastic_offset = static_cast<std::int32_t>((random >> 1) >> (31 - right));
+  const std::int32_t nearest_offset = (mask >> 1) + ((x >= 0) & (right > 0));
+  const std::int32_t choose_stochastic = -static_cast<std::int32_t>(stochastic);
+  return (x + ((stochastic_offset & choose_stochastic) | (nearest_offset & ~choose_stochastic))) >>
+         right;
+}
+
+// A master's rounding to its weight or bias (kMasterBits fewer bits), clamped to
+// [low, high].
+inline std::int32_t RoundMaster(std::int32_t master, std::int32_t low, std::int32_t high) {
+  return std::clamp(RoundShift(master, Linear::kMasterBits, false, 0), low, high);
+}
+
+// Where one row of a tensor moves: its gradients, masters, velocities, the masters' bound, and
+// the rounded values the GEMMs read (weights or bias) with their range.
+template <typename Rounded>
+struct UpdateRow {
+  int row;
+  int count;
+  const std::int32_t* gradients;
+  std::int32_t* masters;
+  std::int32_t* velocities;
+  std::int32_t master_bound;
+  Rounded* rounded;
+  std::int32_t rounded_low;
+  std::int32_t rounded_high;
+};
+
+// Moves a row's masters (and velocities) by their gradients and rounds them, for a tensor whose
+// stochastic roundings draw from `seed` (weight decay from seed ^ 0x5bd1e995). kDecay is a
+// template argument because GCC does not unswitch loops this large: a branch inside would keep
+// the loop scalar. Always inlined, so that Move's AVX2 clone compiles it for AVX2.
+template <bool kDecay, typename Rounded>
+__attribute__((always_inline)) inline void MoveEntries(const UpdateShifts& shifts,
+                                                       std::uint32_t seed,
+                                                       const UpdateRow<Rounded>& target) {
+  const int decay_shift = shifts.decay;
+  const int momentum_shift = shifts.momentum;
+  const int step_shift = shifts.step;
+  const bool stochastic = shifts.stochastic;
+  // RoundShift bounds a step by 2^30, which moves any master to its bound.
+  const std::int32_t step_bound = shifts.max_step > 0 ? shifts.max_step : kVelocityBound;
+  const std::uint32_t decay_seed = seed ^ 0x5bd1e995U;
+  const int row = target.row;
+  const std::int32_t* gradients = target.gradients;
+  std::int32_t* masters = target.masters;
+  std::int32_t* velocities = target.velocities;
+  Rounded* rounded = target.rounded;
+  const int count = target.count;
+  const std::int32_t master_bound = target.master_bound;
+  const std::int32_t rounded_low = target.rounded_low;
+  const std::int32_t rounded_high = target.rounded_high;
+  for (int col = 0; col < count; ++col) {
+    std::int32_t g = std::clamp(gradients[col], -kGradientBound, kGradientBound);
+    if (kDecay) {
+      // master * 2^-weight_decay_shift at the gradient's exponent.
+      const std::uint32_t random = stage_detail::StochasticRoundingBits(decay_seed, row, col);
+      g = std::clamp(g + RoundShift(masters[col], decay_shift, stochastic, random), -kGradientBound,
+                     kGradientBound);
+    }
+    const std::int32_t v = velocities[col];
+    const std::int32_t kept = v - RoundShift(v, momentum_shift, false, 0);
+    const std::int32_t velocity = std::clamp(g + kept, -kVelocityBound, kVelocityBound);
+    velocities[col] = velocity;
+    const std::uint32_t random = stage_detail::StochasticRoundingBits(seed, row, col);
+    const std::int32_t step =
+        std::clamp(RoundShift(velocity, step_shift, stochastic, random), -step_bound, step_bound);
+    const std::int32_t master = std::clamp(masters[col] - step, -master_bound, master_bound);
+    masters[col] = master;
+    rounded[col] = static_cast<Rounded>(RoundMaster(master, rounded_low, rounded_high));
+  }
+}
+
+template <typename Rounded>
+LOWBIT_TRAIN_UPDATE_CLONES void Move(const UpdateShifts& shifts, std::uint32_t seed,
+                                     const UpdateRow<Rounded>& target) {
+  if (shifts.decay_on) {
+    MoveEntries<true>(shifts, seed, target);
+  } else {
+    MoveEntries<false>(shifts, seed, target);
+  }
+}
+
+UpdateShifts MakeUpdateShifts(const SgdSettings& sgd, int gradient_exponent, int master_exponent,
+                              TrainRounding rounding, const char* tensor) {
+  UpdateShifts shifts;
+  shifts.decay = master_exponent - gradient_exponent + sgd.weight_decay_shift;
+  shifts.decay_on = sgd.weight_decay_shift > 0;
+  shifts.momentum = sgd.momentum_shift;
+  shifts.step = gradient_exponent + sgd.learning_rate_shift - master_exponent;
+  shifts.max_step = sgd.max_step;
+  shifts.stochastic = rounding == TrainRounding::kStochastic;
+  const auto check = [tensor](const char* setting, int value, int shift, const char* meaning,
+                              int lowest) {
+    if (shift < lowest || shift > 30) {
+      throw Error(std::string("sgd.") + setting, "= " + std::to_string(value) + " makes the " +
+                                                     tensor + "'s " + meaning + " shift " +
+                                                     std::to_string(shift) + "; it must be in [" +
+                                                     std::to_string(lowest) + ", 30]");
+    }
+  };
+  check("learning_rate_shift", sgd.learning_rate_shift, shifts.step, "step", -30);
+  check("momentum_shift", sgd.momentum_shift, shifts.momentum, "momentum", 0);
+  if (shifts.decay_on) {
+    check("weight_decay_shift", sgd.weight_decay_shift, shifts.decay, "decay", -30);
+  }
+  return shifts;
 }
 
 }  // namespace
@@ -98,13 +245,10 @@ void Linear::SetState(const std::int32_t* state) {
 
 void Linear::RoundFromMasters() {
   for (std::size_t i = 0; i < weights_.mantissas.size(); ++i) {
-    const std::int32_t w =
-        ShiftRound(master_weights_.mantissas[i], kMasterBits, TrainRounding::kNearest, 0, 0, 0);
-    weights_.mantissas[i] = static_cast<std::int8_t>(std::clamp(w, QMin(8), QMax(8)));
+    weights_.mantissas[i] =
+        static_cast<std::int8_t>(RoundMaster(master_weights_.mantissas[i], QMin(8), QMax(8)));
   }
-  for (int i = 0; i < outputs_; ++i) {
-    bias_[i] = ShiftRound(master_bias_[i], kMasterBits, TrainRounding::kNearest, 0, 0, 0);
-  }
+  for (int i = 0; i < outputs_; ++i) bias_[i] = RoundMaster(master_bias_[i], INT32_MIN, INT32_MAX);
 }
 
 const DyadicInt8& Linear::Forward(Context* context, const DyadicInt8& x, std::uint32_t seed) {
@@ -160,51 +304,26 @@ void Linear::Backward(Context* context, const DyadicInt8& dy, std::uint32_t seed
                          pipeline);
 }
 
-// One master entry's move by its gradient (sgd's shifts), at the master's exponent.
-void Linear::Step(const SgdSettings& sgd, std::int32_t gradient, int gradient_exponent,
-                  std::int32_t* master, std::int32_t* velocity, int master_exponent,
-                  std::uint32_t seed, int row, int col) const {
-  std::int64_t g = gradient;
-  if (sgd.weight_decay_shift > 0) {
-    // weight * 2^-weight_decay_shift at the gradient's exponent.
-    g += ShiftRound(*master, master_exponent - gradient_exponent + sgd.weight_decay_shift,
-                    rounding_, seed ^ 0x5bd1e995U, row, col);
-  }
-  if (sgd.momentum_shift > 0) {
-    // v = (1 - 2^-m) v + g, in the gradient's units.
-    g +=
-        *velocity - ShiftRound(*velocity, sgd.momentum_shift, TrainRounding::kNearest, 0, row, col);
-    *velocity = static_cast<std::int32_t>(std::clamp<std::int64_t>(g, -(1 << 30), 1 << 30));
-    g = *velocity;
-  }
-  std::int32_t step = ShiftRound(
-      static_cast<std::int32_t>(std::clamp<std::int64_t>(g, -(1 << 30), 1 << 30)),
-      gradient_exponent + sgd.learning_rate_shift - master_exponent, rounding_, seed, row, col);
-  if (sgd.max_step > 0) step = std::clamp(step, -sgd.max_step, sgd.max_step);
-  *master -= step;
-}
-
 void Linear::Update(const SgdSettings& sgd, SeedSequence* seeds) {
-  const std::uint32_t weight_seed = seeds->Next();
-  const std::uint32_t bias_seed = seeds->Next();
-  const int weight_master_exponent = master_weights_.exponent;
-  const std::int32_t weight_limit = QMax(8) * (1 << kMasterBits);
-  for (int row = 0; row < outputs_; ++row) {
-    for (int col = 0; col < inputs_; ++col) {
-      std::int32_t& master = master_weights_.at(row, col);
-      Step(sgd, weight_gradient_.at(row, col), weight_gradient_.exponent, &master,
-           &weight_velocity_.at(row, col), weight_master_exponent, weight_seed, row, col);
-      master = std::clamp(master, -weight_limit, weight_limit);
-    }
-  }
   const int bias_master_exponent =
       exponents_.input_exponent + exponents_.weight_exponent + kMasterBits;
-  for (int col = 0; col < outputs_; ++col) {
-    Step(sgd, bias_gradient_.mantissas[col], bias_gradient_.exponent, &master_bias_[col],
-         &bias_velocity_[col], bias_master_exponent, bias_seed, 0, col);
-    master_bias_[col] = std::clamp(master_bias_[col], -(1 << 30), 1 << 30);
+  const UpdateShifts weight_shifts = MakeUpdateShifts(
+      sgd, weight_gradient_.exponent, master_weights_.exponent, rounding_, "weights");
+  const UpdateShifts bias_shifts =
+      MakeUpdateShifts(sgd, bias_gradient_.exponent, bias_master_exponent, rounding_, "bias");
+  const std::uint32_t weight_seed = seeds->Next();
+  const std::uint32_t bias_seed = seeds->Next();
+  for (int row = 0; row < outputs_; ++row) {
+    Move(weight_shifts, weight_seed,
+         UpdateRow<std::int8_t>{row, inputs_, &weight_gradient_.at(row, 0),
+                                &master_weights_.at(row, 0), &weight_velocity_.at(row, 0),
+                                QMax(8) * (1 << kMasterBits), &weights_.at(row, 0), QMin(8),
+                                QMax(8)});
   }
-  RoundFromMasters();
+  Move(bias_shifts, bias_seed,
+       UpdateRow<std::int32_t>{0, outputs_, bias_gradient_.mantissas.data(), master_bias_.data(),
+                               bias_velocity_.data(), kBiasMasterBound, bias_.data(), INT32_MIN,
+                               INT32_MAX});
 }
 
 const DyadicInt8& Relu::Forward(const DyadicInt8& x) {

@@ -16,7 +16,10 @@ namespace train {
 // times 2^-learning_rate_shift; the velocity decays by 2^-momentum_shift per step (momentum
 // 1 - 2^-momentum_shift; 0: none); weight decay adds weight * 2^-weight_decay_shift to the
 // gradient (0: none); each step moves a master weight by at most max_step of its units (0: no
-// clipping).
+// clipping). The arithmetic is int32 with fixed bounds: a gradient (weight decay included) is
+// clipped to +-2^29, a velocity and a step to +-2^30. The shifts these settings make between a
+// tensor's gradient and master exponents must lie in [-30, 30] (momentum_shift in [0, 30]);
+// Linear::Update throws lowbit::Error naming the setting otherwise.
 struct SgdSettings {
   int learning_rate_shift = 8;
   int momentum_shift = 0;
@@ -86,9 +89,6 @@ class Linear {
 
  private:
   void RoundFromMasters();
-  void Step(const SgdSettings& sgd, std::int32_t gradient, int gradient_exponent,
-            std::int32_t* master, std::int32_t* velocity, int master_exponent, std::uint32_t seed,
-            int row, int col) const;
 
   int inputs_;
   int outputs_;
