@@ -16,6 +16,7 @@
 #include "public/lowbit.h"
 #include "train/data.h"
 #include "train/dyadic.h"
+#include "train/float_twin.h"
 #include "train/layers.h"
 #include "train/model_file.h"
 #include "train/network.h"
@@ -497,29 +498,107 @@ TEST(CrossEntropyTest, GradientIsProbabilityMinusTarget) {
 
 // A short Iris run (the command's defaults: 4-8-8-3, MSE, 500 epochs of batches of 8) reaches at
 // least 90% on the 30 test flowers for each of three seeds.
+// The Iris network of doc/training.md's table, and its inputs, for one seed.
+struct IrisRun {
+  Split split;
+  Network network;
+  DyadicInt8 train_inputs;
+  DyadicInt8 test_inputs;
+};
+IrisRun MakeIrisRun(std::uint64_t seed) {
+  Split split = StratifiedSplit(LoadIris(ShippedDatasetsDirectory() + "/iris.csv"), 0.2, seed);
+  Standardize(&split);
+  NetworkSettings settings;
+  settings.widths = {4, 8, 8, 3};
+  settings.input_exponent = 5;
+  settings.activation_exponent = 5;
+  settings.sgd.learning_rate_shift = 10;
+  settings.sgd.momentum_shift = 3;
+  settings.seed = seed;
+  DyadicInt8 train_inputs(split.train.size(), 4, 5), test_inputs(split.test.size(), 4, 5);
+  train_inputs.mantissas = Quantize(split.train.inputs, 5);
+  test_inputs.mantissas = Quantize(split.test.inputs, 5);
+  return {split, Network(settings), train_inputs, test_inputs};
+}
+
 TEST(TrainingTest, IrisReachesNinetyPercent) {
   for (const std::uint64_t seed : {1, 2, 3}) {
-    Split split = StratifiedSplit(LoadIris(ShippedDatasetsDirectory() + "/iris.csv"), 0.2, seed);
-    Standardize(&split);
-    NetworkSettings settings;
-    settings.widths = {4, 8, 8, 3};
-    settings.input_exponent = 5;
-    settings.activation_exponent = 5;
-    settings.sgd.learning_rate_shift = 10;
-    settings.sgd.momentum_shift = 3;
-    settings.seed = seed;
-    Network network(settings);
+    IrisRun run = MakeIrisRun(seed);
     Context context;
-    DyadicInt8 train_inputs(split.train.size(), 4, 5), test_inputs(split.test.size(), 4, 5);
-    train_inputs.mantissas = Quantize(split.train.inputs, 5);
-    test_inputs.mantissas = Quantize(split.test.inputs, 5);
     SeedSequence epoch_seeds(seed);
     for (int epoch = 0; epoch < 500; ++epoch) {
-      TrainEpoch(&network, &context, train_inputs, split.train.labels, 8, epoch_seeds.Next64());
+      TrainEpoch(&run.network, &context, run.train_inputs, run.split.train.labels, 8,
+                 epoch_seeds.Next64());
     }
-    const int correct = CountCorrect(&network, &context, test_inputs, split.test.labels, 64);
+    const int correct =
+        CountCorrect(&run.network, &context, run.test_inputs, run.split.test.labels, 64);
     EXPECT_GE(correct, 27) << "seed " << seed << ": " << correct << " of 30";
   }
+}
+
+// The float twin starts from the network's masters and follows SgdSettings' rule: two steps of
+// a 3-2 network against the same rule in double precision.
+TEST(FloatTwinTest, StartsFromTheNetworkAndFollowsTheSgdRule) {
+  NetworkSettings settings;
+  settings.widths = {3, 2};
+  settings.input_exponent = 5;
+  settings.sgd.learning_rate_shift = 4;
+  settings.sgd.momentum_shift = 1;  // momentum 1/2
+  settings.seed = 5;
+  Network network(settings);
+  const Linear& linear = network.linear_layers()[0];
+  std::vector<std::int32_t> state(linear.StateSize());
+  linear.GetState(state.data());
+  const int weight_exponent = linear.exponents().weight_exponent + Linear::kMasterBits;
+  double w[2][3], b[2] = {0, 0}, v_w[2][3] = {}, v_b[2] = {};
+  for (int o = 0; o < 2; ++o) {
+    for (int i = 0; i < 3; ++i) w[o][i] = Real(state[o * 3 + i], weight_exponent);
+  }
+  DyadicInt8 x(1, 3, 5);
+  x.mantissas = {40, -17, 3};
+  const FloatExamples real = RealValues(x);
+  ASSERT_EQ(real.values, (std::vector<float>{40 / 32.0f, -17 / 32.0f, 3 / 32.0f}));
+  FloatTwin twin(network);
+  const auto logits = [&](int o) {
+    double y = b[o];
+    for (int i = 0; i < 3; ++i) y += w[o][i] * real.values[i];
+    return y;
+  };
+  for (int o = 0; o < 2; ++o) EXPECT_NEAR(twin.Logits(real.values.data(), 1)[o], logits(o), 1e-6);
+  for (int step = 0; step < 2; ++step) {
+    const FloatEpochStatistics epoch = twin.TrainEpoch(real, {1}, 1, step);
+    double loss = 0;
+    double gradient[2];
+    for (int o = 0; o < 2; ++o) {
+      gradient[o] = logits(o) - (o == 1 ? 1.0 : 0.0);
+      loss += gradient[o] * gradient[o];
+    }
+    EXPECT_NEAR(epoch.loss, loss, 1e-5);
+    for (int o = 0; o < 2; ++o) {
+      v_b[o] = 0.5 * v_b[o] + gradient[o];
+      b[o] -= v_b[o] / 16;
+      for (int i = 0; i < 3; ++i) {
+        v_w[o][i] = 0.5 * v_w[o][i] + gradient[o] * real.values[i];
+        w[o][i] -= v_w[o][i] / 16;
+      }
+    }
+    for (int o = 0; o < 2; ++o) {
+      EXPECT_NEAR(twin.Logits(real.values.data(), 1)[o], logits(o), 1e-5) << step;
+    }
+  }
+}
+
+// On Iris the twin learns as the integer network does (doc/training.md compares them on every
+// network of the table).
+TEST(FloatTwinTest, IrisReachesNinetyPercent) {
+  IrisRun run = MakeIrisRun(1);
+  FloatTwin twin(run.network);
+  const FloatExamples train_inputs = RealValues(run.train_inputs);
+  SeedSequence epoch_seeds(1);
+  for (int epoch = 0; epoch < 500; ++epoch) {
+    twin.TrainEpoch(train_inputs, run.split.train.labels, 8, epoch_seeds.Next64());
+  }
+  EXPECT_GE(twin.CountCorrect(RealValues(run.test_inputs), run.split.test.labels), 27);
 }
 
 std::vector<unsigned char> ReadBytes(const std::string& path) {

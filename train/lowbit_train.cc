@@ -6,11 +6,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "public/lowbit.h"
 #include "train/data.h"
+#include "train/float_twin.h"
 #include "train/model_file.h"
 #include "train/network.h"
 
@@ -30,12 +32,13 @@ struct Options {
   int momentum_shift = 3;
   std::string save;
   std::string eval;
+  bool float_twin = false;
 };
 
 const char kUsage[] =
     "usage: lowbit-train [--data iris|digits|fashion-mnist] [--arch 4-8-8-3] [--loss mse|ce]\n"
     "                    [--epochs N] [--batch B] [--seed S] [--threads T]\n"
-    "                    [--lr-shift L] [--momentum-shift M] [--save FILE]\n"
+    "                    [--lr-shift L] [--momentum-shift M] [--save FILE] [--float]\n"
     "       lowbit-train --eval FILE [--data ...] [--threads T]\n";
 
 int ParseInt(const std::string& name, const char* text, int min, int max) {
@@ -55,6 +58,10 @@ Options Parse(int argc, char** argv) {
     if (flag == "--help" || flag == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
+    }
+    if (flag == "--float") {
+      options.float_twin = true;
+      continue;
     }
     if (i + 1 >= argc) throw Error(flag, "needs a value");
     const char* value = argv[++i];
@@ -210,21 +217,48 @@ int Run(int argc, char** argv) {
   const DyadicInt8 train_inputs = Mantissas(problem.split.train, problem.defaults.input_exponent);
   const DyadicInt8 test_inputs = Mantissas(problem.split.test, problem.defaults.input_exponent);
   SeedSequence epoch_seeds(options.seed ^ 0x6a09e667f3bcc908ULL);
-  std::printf("%5s %10s %7s %7s %8s %8s  %s\n", "epoch", "loss", "train%", "test%", "seconds",
+  // --float: the float twin, built from the network's initial values and trained on the same
+  // numbers in the same batches.
+  std::unique_ptr<FloatTwin> twin;
+  FloatExamples real_train_inputs;
+  FloatExamples real_test_inputs;
+  if (options.float_twin) {
+    twin = std::make_unique<FloatTwin>(network);
+    real_train_inputs = RealValues(train_inputs);
+    real_test_inputs = RealValues(test_inputs);
+  }
+  std::printf("%5s %10s %7s %7s %8s %8s  %-30s", "epoch", "loss", "train%", "test%", "seconds",
               "clipped%", "exponents forward / backward");
+  if (twin) {
+    std::printf(" %10s %7s %7s %8s", "float loss", "train%", "test%", "seconds");
+  }
+  std::printf("\n");
   double test_accuracy = 0;
   double training_seconds = 0;  // the epochs' steps, without the evaluations between them
+  double float_test_accuracy = 0;
+  double float_seconds = 0;
   const int report_every = epochs > 50 ? epochs / 25 : 1;
   for (int epoch = 1; epoch <= epochs; ++epoch) {
     const auto start = std::chrono::steady_clock::now();
     // Only long epochs (hundreds of batches) on a terminal get a bar.
     const bool show_progress = isatty(STDOUT_FILENO) && train_inputs.rows >= 100 * batch;
+    const std::uint64_t epoch_seed = epoch_seeds.Next64();
     const EpochStatistics statistics =
-        TrainEpoch(&network, &context, train_inputs, problem.split.train.labels, batch,
-                   epoch_seeds.Next64(), show_progress ? DrawProgress : nullptr);
+        TrainEpoch(&network, &context, train_inputs, problem.split.train.labels, batch, epoch_seed,
+                   show_progress ? DrawProgress : nullptr);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     training_seconds += seconds;
+    FloatEpochStatistics float_statistics;
+    double float_epoch_seconds = 0;
+    if (twin) {
+      const auto float_start = std::chrono::steady_clock::now();
+      float_statistics = twin->TrainEpoch(real_train_inputs, problem.split.train.labels, batch,
+                                          epoch_seed, show_progress ? DrawProgress : nullptr);
+      float_epoch_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - float_start).count();
+      float_seconds += float_epoch_seconds;
+    }
     if (epoch % report_every != 0 && epoch != epochs) continue;
     const int train_correct =
         CountCorrect(&network, &context, train_inputs, problem.split.train.labels, 256);
@@ -239,13 +273,29 @@ int Run(int argc, char** argv) {
                                    -statistics.totals.loss_exponent) /
                         statistics.examples;
     std::printf(
-        "%5d %10.5f %7.2f %7.2f %8.3f %8.3f  %s\n", epoch, loss,
+        "%5d %10.5f %7.2f %7.2f %8.3f %8.3f  %-30s", epoch, loss,
         100.0 * train_correct / problem.split.train.size(), test_accuracy, seconds,
         100.0 * statistics.totals.clipped / std::max<std::int64_t>(1, statistics.totals.outputs),
         exponents.c_str());
+    if (twin) {
+      const int float_train_correct =
+          twin->CountCorrect(real_train_inputs, problem.split.train.labels);
+      float_test_accuracy = 100.0 *
+                            twin->CountCorrect(real_test_inputs, problem.split.test.labels) /
+                            problem.split.test.size();
+      std::printf(" %10.5f %7.2f %7.2f %8.3f", float_statistics.loss / float_statistics.examples,
+                  100.0 * float_train_correct / problem.split.train.size(), float_test_accuracy,
+                  float_epoch_seconds);
+    }
+    std::printf("\n");
   }
   std::printf("training seconds: %.3f (%.4f per epoch)\n", training_seconds,
               training_seconds / epochs);
+  if (twin) {
+    std::printf("float twin seconds: %.3f (%.4f per epoch)\n", float_seconds,
+                float_seconds / epochs);
+    std::printf("float twin test accuracy: %.2f%%\n", float_test_accuracy);
+  }
   std::printf("test accuracy: %.2f%%\n", test_accuracy);
   if (!options.save.empty()) SaveModel(network, options.save);
   return 0;

@@ -216,17 +216,22 @@ void CheckExamples(const DyadicInt8& inputs, const std::vector<int>& labels, int
 
 }  // namespace
 
+std::vector<int> EpochOrder(int examples, std::uint64_t seed) {
+  std::vector<int> order(examples);
+  for (int i = 0; i < examples; ++i) order[i] = i;
+  // Fisher-Yates with the run's own generator: the same order on every platform.
+  SeedSequence shuffle(seed);
+  for (int i = examples - 1; i > 0; --i) {
+    std::swap(order[i], order[shuffle.Next64() % static_cast<std::uint64_t>(i + 1)]);
+  }
+  return order;
+}
+
 EpochStatistics TrainEpoch(Network* network, Context* context, const DyadicInt8& inputs,
                            const std::vector<int>& labels, int batch, std::uint64_t seed,
                            const std::function<void(int, int)>& progress) {
   CheckExamples(inputs, labels, batch);
-  std::vector<int> order(inputs.rows);
-  for (int i = 0; i < inputs.rows; ++i) order[i] = i;
-  // Fisher-Yates with the run's own generator: the same order on every platform.
-  SeedSequence shuffle(seed);
-  for (int i = inputs.rows - 1; i > 0; --i) {
-    std::swap(order[i], order[shuffle.Next64() % static_cast<std::uint64_t>(i + 1)]);
-  }
+  const std::vector<int> order = EpochOrder(inputs.rows, seed);
   EpochStatistics epoch;
   std::vector<int> batch_labels;
   for (int first = 0; first < inputs.rows; first += batch) {

@@ -91,6 +91,9 @@ struct EpochStatistics {
   int examples = 0;
 };
 
+// The order in which an epoch shuffled by `seed` visits `examples` examples.
+std::vector<int> EpochOrder(int examples, std::uint64_t seed);
+
 // One epoch: the examples (rows of `inputs`, at the network's input exponent) in an order
 // shuffled by `seed`, in batches of `batch` (the last one smaller). `progress`, if set, is
 // called after each batch with the examples done so far and the total.
