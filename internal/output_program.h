@@ -11,13 +11,41 @@
 namespace lowbit {
 namespace internal {
 
+// Stochastic rounding's random bits (OutputStageShiftByPOT with Rounding::kStochastic):
+// Mix(Mix(seed + kRowStep * row) ^ (kColStep * col)), Mix being the "lowbias32" integer hash
+// (full avalanche), all in wrapping uint32. Two rounds keep it cheap in SIMD (vpmulld) and the
+// row part hoistable. The stage's scalar Eval and the vectorized writers (HashLanes) compute the
+// same bits from these constants.
+struct StochasticRoundingHash {
+  static constexpr std::uint32_t kRowStep = 0x9e3779b9U;
+  static constexpr std::uint32_t kColStep = 0x85ebca6bU;
+  static constexpr std::uint32_t kFirstMultiplier = 0x7feb352dU;
+  static constexpr std::uint32_t kSecondMultiplier = 0x846ca68bU;
+
+  static std::uint32_t Mix(std::uint32_t x) {
+    x ^= x >> 16;
+    x *= kFirstMultiplier;
+    x ^= x >> 15;
+    x *= kSecondMultiplier;
+    x ^= x >> 16;
+    return x;
+  }
+  static std::uint32_t RowKey(std::uint32_t seed, int row) {
+    return Mix(seed + kRowStep * static_cast<std::uint32_t>(row));
+  }
+  static std::uint32_t Bits(std::uint32_t seed, int row, int col) {
+    return Mix(RowKey(seed, row) ^ (kColStep * static_cast<std::uint32_t>(col)));
+  }
+};
+
 enum class OutputOpcode : std::uint8_t {
-  kAdd,                  // v + value[channel]                          (wrapping)
-  kScaleByFixedPoint,    // RDBPOT(SRDHM(v << max(e, 0), M), max(-e, 0)) + offset
-  kSaturatingShiftLeft,  // v * 2^shift, saturated
-  kRoundingShiftRight,   // RDBPOT(v, shift)
-  kClamp,                // min(max(v, min), max)
-  kTruncateToUint8,      // v & 0xff
+  kAdd,                   // v + value[channel]                          (wrapping)
+  kScaleByFixedPoint,     // RDBPOT(SRDHM(v << max(e, 0), M), max(-e, 0)) + offset
+  kSaturatingShiftLeft,   // v * 2^shift, saturated
+  kRoundingShiftRight,    // RDBPOT(v, shift)
+  kStochasticShiftRight,  // floor((v + U) / 2^shift), U from (seed, row, col); seed in `offset`
+  kClamp,                 // min(max(v, min), max)
+  kTruncateToUint8,       // v & 0xff
 };
 
 // A per-channel parameter: one value, or one per result row (kRow) / column (kCol).

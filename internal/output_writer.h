@@ -83,6 +83,33 @@ struct LineParameter {
   }
 };
 
+// x >> shift in unsigned arithmetic, for shift in [1, 31].
+template <typename Raw>
+inline __attribute__((always_inline)) Raw LogicalShiftRight(Raw x, int shift) {
+  return fixedpoint::BitAnd(fixedpoint::ShiftRight(x, shift),
+                            fixedpoint::Dup<Raw>(static_cast<std::int32_t>(0xffffffffU >> shift)));
+}
+
+// The hash of StochasticRoundingHash on each lane, in wrapping int32 (the bits of uint32).
+template <typename Raw>
+inline __attribute__((always_inline)) Raw HashLanes(Raw x) {
+  using Hash = StochasticRoundingHash;
+  x = fixedpoint::BitXor(x, LogicalShiftRight(x, 16));
+  x = fixedpoint::Mul(x, fixedpoint::Dup<Raw>(static_cast<std::int32_t>(Hash::kFirstMultiplier)));
+  x = fixedpoint::BitXor(x, LogicalShiftRight(x, 15));
+  x = fixedpoint::Mul(x, fixedpoint::Dup<Raw>(static_cast<std::int32_t>(Hash::kSecondMultiplier)));
+  return fixedpoint::BitXor(x, LogicalShiftRight(x, 16));
+}
+
+// 0, 1, ..., kLanes - 1: the lanes' offsets along a line.
+template <typename Isa>
+inline __attribute__((always_inline)) typename Isa::Raw LaneIndices() {
+  alignas(64) static constexpr std::int32_t kIndices[16] = {0, 1, 2,  3,  4,  5,  6,  7,
+                                                            8, 9, 10, 11, 12, 13, 14, 15};
+  static_assert(Isa::kLanes <= 16, "one index per lane");
+  return Isa::Load(kIndices);
+}
+
 // An instruction with its parameters resolved for the current line. Only instructions with a
 // per-channel parameter change from line to line.
 template <typename Isa>
@@ -100,23 +127,41 @@ struct LineInstruction {
   // pipeline). Unused otherwise.
   int scale_left_shift = 0;
   fixedpoint::QuantizeDownScale<Raw> scale{fixedpoint::Dup<Raw>(0), 0, fixedpoint::Dup<Raw>(0)};
+  // A kStochasticShiftRight's line: whether it runs along a result row, the coordinate that
+  // varies along it at its first entry (the column of a row, the row of a column), and the
+  // hash's part from the coordinate that stays (a row's key, or kColStep * column). Its random
+  // bits depend on each entry's row and column, so it is set up for every line.
+  bool along_cols = true;
+  int line_first = 0;
+  Raw line_part = fixedpoint::Dup<Raw>(0);
 
   static LineInstruction For(const OutputInstruction& instruction) {
-    LineInstruction line{
-        &instruction,
-        instruction.first.per_channel != nullptr || instruction.second.per_channel != nullptr,
-        LineParameter<Isa>::For(instruction.first, 0, 0, true),
-        LineParameter<Isa>::For(instruction.second, 0, 0, true),
-        fixedpoint::Dup<Raw>(instruction.offset),
-        fixedpoint::Dup<Raw>(instruction.limit)};
+    LineInstruction line{&instruction,
+                         instruction.first.per_channel != nullptr ||
+                             instruction.second.per_channel != nullptr ||
+                             instruction.opcode == OutputOpcode::kStochasticShiftRight,
+                         LineParameter<Isa>::For(instruction.first, 0, 0, true),
+                         LineParameter<Isa>::For(instruction.second, 0, 0, true),
+                         fixedpoint::Dup<Raw>(instruction.offset),
+                         fixedpoint::Dup<Raw>(instruction.limit)};
     line.PrepareScale();
     return line;
   }
 
-  __attribute__((always_inline)) void ForLine(int row, int col, bool along_cols) {
+  __attribute__((always_inline)) void ForLine(int row, int col, bool line_along_cols) {
     if (!per_line) return;
-    first = LineParameter<Isa>::For(instruction->first, row, col, along_cols);
-    second = LineParameter<Isa>::For(instruction->second, row, col, along_cols);
+    if (instruction->opcode == OutputOpcode::kStochasticShiftRight) {
+      using Hash = StochasticRoundingHash;
+      along_cols = line_along_cols;
+      line_first = line_along_cols ? col : row;
+      const std::uint32_t seed = static_cast<std::uint32_t>(instruction->offset);
+      line_part = fixedpoint::Dup<Raw>(static_cast<std::int32_t>(
+          line_along_cols ? Hash::RowKey(seed, row)
+                          : Hash::kColStep * static_cast<std::uint32_t>(col)));
+      return;
+    }
+    first = LineParameter<Isa>::For(instruction->first, row, col, line_along_cols);
+    second = LineParameter<Isa>::For(instruction->second, row, col, line_along_cols);
     PrepareScale();
   }
 
@@ -145,6 +190,8 @@ struct LineInstruction {
         return Apply<OutputOpcode::kSaturatingShiftLeft>(v, entry, count);
       case OutputOpcode::kRoundingShiftRight:
         return Apply<OutputOpcode::kRoundingShiftRight>(v, entry, count);
+      case OutputOpcode::kStochasticShiftRight:
+        return Apply<OutputOpcode::kStochasticShiftRight>(v, entry, count);
       case OutputOpcode::kClamp:
         return Apply<OutputOpcode::kClamp>(v, entry, count);
       case OutputOpcode::kTruncateToUint8:
@@ -201,6 +248,33 @@ struct LineInstruction {
     } else if constexpr (kOpcode == OutputOpcode::kRoundingShiftRight) {
       for (int j = 0; j < kBatch; ++j) {
         v[j] = fixedpoint::RoundingDivideByPOT(v[j], instruction->limit);
+      }
+    } else if constexpr (kOpcode == OutputOpcode::kStochasticShiftRight) {
+      // floor((v + U) / 2^shift) for U = random >> (32 - shift) in [0, 2^shift), without the
+      // 64 bits of the scalar Eval: (v >> shift) plus a carry where v's low bits and U reach
+      // 2^shift, i.e. where (v & mask) > mask - U.
+      using Hash = StochasticRoundingHash;
+      const int shift = instruction->limit;
+      const Raw mask =
+          fixedpoint::Dup<Raw>(static_cast<std::int32_t>((std::uint32_t{1} << shift) - 1));
+      for (int j = 0; j < kBatch; ++j) {
+        const Raw positions = fixedpoint::Add(
+            fixedpoint::Dup<Raw>(line_first + entry + j * Isa::kLanes), LaneIndices<Isa>());
+        Raw random;
+        if (along_cols) {
+          random = HashLanes(fixedpoint::BitXor(
+              line_part, fixedpoint::Mul(positions, fixedpoint::Dup<Raw>(static_cast<std::int32_t>(
+                                                        Hash::kColStep)))));
+        } else {
+          const Raw row_keys = HashLanes(fixedpoint::Add(
+              offset, fixedpoint::Mul(positions, fixedpoint::Dup<Raw>(
+                                                     static_cast<std::int32_t>(Hash::kRowStep)))));
+          random = HashLanes(fixedpoint::BitXor(row_keys, line_part));
+        }
+        const Raw up = LogicalShiftRight(random, 32 - shift);
+        const Raw carry = fixedpoint::MaskIfGreaterThan(fixedpoint::BitAnd(v[j], mask),
+                                                        fixedpoint::Sub(mask, up));
+        v[j] = fixedpoint::Sub(fixedpoint::ShiftRight(v[j], shift), carry);
       }
     } else if constexpr (kOpcode == OutputOpcode::kClamp) {
       for (int j = 0; j < kBatch; ++j) v[j] = Isa::Min(Isa::Max(v[j], offset), limit);
@@ -540,7 +614,9 @@ class Writer {
   static LinesLoop LinesLoopFor(const OutputProgram& program) {
     using Op = OutputOpcode;
     LinesLoop loop = &Writer::WriteLines<kType, false, Owed::kAny>;
-    // Bias; QuantizeDown (after a bias, before a clamp) and a cast; ShiftByPOT and a cast.
+    // Bias; QuantizeDown (after a bias, before a clamp) and a cast; ShiftByPOT and a cast; the
+    // training layer's stochastic ShiftByPOT (after a bias) with a clamp to its bit width and a
+    // cast.
     (void)(Shape<kType, Op::kAdd>::Select(program, &loop) ||
            Shape<kType, Op::kScaleByFixedPoint, Op::kClamp>::Select(program, &loop) ||
            Shape<kType, Op::kAdd, Op::kScaleByFixedPoint, Op::kClamp>::Select(program, &loop) ||
@@ -548,7 +624,11 @@ class Writer {
            Shape<kType, Op::kAdd, Op::kScaleByFixedPoint, Op::kClamp, Op::kClamp>::Select(program,
                                                                                           &loop) ||
            Shape<kType, Op::kRoundingShiftRight, Op::kClamp>::Select(program, &loop) ||
-           Shape<kType, Op::kAdd, Op::kRoundingShiftRight, Op::kClamp>::Select(program, &loop));
+           Shape<kType, Op::kAdd, Op::kRoundingShiftRight, Op::kClamp>::Select(program, &loop) ||
+           Shape<kType, Op::kStochasticShiftRight, Op::kClamp, Op::kClamp>::Select(program,
+                                                                                   &loop) ||
+           Shape<kType, Op::kAdd, Op::kStochasticShiftRight, Op::kClamp, Op::kClamp>::Select(
+               program, &loop));
     return loop;
   }
 

@@ -57,20 +57,10 @@ inline std::int32_t LegacyScale(std::int32_t acc, std::int32_t offset, std::int3
   return WrappingAdd(WrappingMul(WrappingAdd(acc, offset), multiplier), rounding) >> shift;
 }
 
-// 32 random bits that depend only on (seed, row, col): stochastic rounding then gives the same
-// bits whatever the blocking, thread count or ISA. Two rounds of a 32-bit integer hash
-// ("lowbias32", full avalanche) keep it cheap in SIMD (vpmulld) and the row part hoistable.
-inline std::uint32_t Hash32(std::uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352dU;
-  x ^= x >> 15;
-  x *= 0x846ca68bU;
-  x ^= x >> 16;
-  return x;
-}
+// 32 random bits that depend only on (seed, row, col) (internal::StochasticRoundingHash):
+// stochastic rounding then gives the same bits whatever the blocking, thread count or ISA.
 inline std::uint32_t StochasticRoundingBits(std::uint32_t seed, int row, int col) {
-  const std::uint32_t row_key = Hash32(seed + 0x9e3779b9U * static_cast<std::uint32_t>(row));
-  return Hash32(row_key ^ (0x85ebca6bU * static_cast<std::uint32_t>(col)));
+  return internal::StochasticRoundingHash::Bits(seed, row, col);
 }
 
 // real(q) = (q - zero) / amplitude, as a FixedPoint<int32, 3> raw value, for q strictly inside
@@ -318,13 +308,18 @@ struct OutputStageShiftByPOT {
                                           std::to_string(static_cast<int>(rounding)));
     }
   }
-  // Stochastic rounding stays on the scalar path.
   bool Compile(internal::OutputProgram* program) const {
     if (exponent >= 0) {
       return program->Append({internal::OutputOpcode::kSaturatingShiftLeft, {}, {}, 0, exponent});
     }
-    return rounding == Rounding::kNearest &&
-           program->Append({internal::OutputOpcode::kRoundingShiftRight, {}, {}, 0, -exponent});
+    if (rounding == Rounding::kStochastic) {
+      return program->Append({internal::OutputOpcode::kStochasticShiftRight,
+                              {},
+                              {},
+                              static_cast<std::int32_t>(seed),
+                              -exponent});
+    }
+    return program->Append({internal::OutputOpcode::kRoundingShiftRight, {}, {}, 0, -exponent});
   }
   std::int32_t Eval(std::int32_t acc, int row, int col) const {
     if (exponent >= 0) {

@@ -157,6 +157,11 @@ TEST(OutputWriterTest, EveryCompiledStageMatchesScalarEval) {
             length, 3);
         CheckWriter(writer, std::make_tuple(OutputStageShiftByPOT{shift}), 2, length);
         CheckWriter(writer, std::make_tuple(OutputStageShiftByPOT{-shift}), length, 2);
+        // Stochastic rounding's random bits follow each entry's row and column, along rows and
+        // along columns.
+        const OutputStageShiftByPOT stochastic{-shift, Rounding::kStochastic, 0x9e37u * shift};
+        CheckWriter(writer, std::make_tuple(stochastic), 2, length);
+        CheckWriter(writer, std::make_tuple(stochastic), length, 2);
       }
       for (int exponent = -31; exponent <= 30; ++exponent) {
         CheckWriter(
@@ -204,6 +209,18 @@ TEST(OutputWriterTest, EveryCompiledStageMatchesScalarEval) {
       CheckWriter(writer,
                   std::make_tuple(OutputStageShiftByPOT{-15}, OutputStageSaturatingCastToInt16{}),
                   length, 3);
+      // The training layer's pipelines (train/layers.cc).
+      for (ChannelAxis axis : {ChannelAxis::kRow, ChannelAxis::kCol}) {
+        CheckWriter(writer,
+                    std::make_tuple(OutputStageBiasAddition{channel_values, axis},
+                                    OutputStageShiftByPOT{-9, Rounding::kStochastic, 77},
+                                    OutputStageClamp{-64, 63}, OutputStageSaturatingCastToInt8{}),
+                    length, 7);
+        CheckWriter(writer,
+                    std::make_tuple(OutputStageShiftByPOT{-20, Rounding::kStochastic, 5},
+                                    OutputStageClamp{-128, 127}, OutputStageSaturatingCastToInt8{}),
+                    7, length);
+      }
       CheckWriter(writer, std::make_tuple(OutputStageSaturatingCastToInt8{}), length, 5);
       CheckWriter(writer, std::make_tuple(OutputStageTruncatingCastToUint8{}), 5, length);
       CheckWriter(writer, std::tuple<>(), length, length);
@@ -262,11 +279,11 @@ TEST(OutputWriterTest, PipelinesWithScalarOnlyStagesDoNotCompile) {
   EXPECT_FALSE(meta::CompileOutputProgram(
       std::make_tuple(OutputStageClamp{0, 1}, OutputStageTanh{0, 100}), &program));
   EXPECT_FALSE(meta::CompileOutputProgram(
-      std::make_tuple(OutputStageShiftByPOT{-3, Rounding::kStochastic, 1}), &program));
-  EXPECT_FALSE(meta::CompileOutputProgram(
       std::make_tuple(OutputStageQuantizeDownInt32ToUint8Scale{0, 1, 0}), &program));
   EXPECT_TRUE(meta::CompileOutputProgram(
       std::make_tuple(OutputStageShiftByPOT{-3, Rounding::kNearest, 1}), &program));
+  EXPECT_TRUE(meta::CompileOutputProgram(
+      std::make_tuple(OutputStageShiftByPOT{-3, Rounding::kStochastic, 1}), &program));
 }
 
 }  // namespace
