@@ -227,8 +227,10 @@ int Run(int argc, char** argv) {
     real_train_inputs = RealValues(train_inputs);
     real_test_inputs = RealValues(test_inputs);
   }
-  std::printf("%5s %10s %7s %7s %8s %8s  %-30s", "epoch", "loss", "train%", "test%", "seconds",
-              "clipped%", "exponents forward / backward");
+  // The float twin's columns follow the exponents, which are padded to line them up.
+  const int exponents_width = twin ? 30 : 0;
+  std::printf("%5s %10s %7s %7s %8s %8s  %-*s", "epoch", "loss", "train%", "test%", "seconds",
+              "clipped%", exponents_width, "exponents forward / backward");
   if (twin) {
     std::printf(" %10s %7s %7s %8s", "float loss", "train%", "test%", "seconds");
   }
@@ -267,16 +269,16 @@ int Run(int argc, char** argv) {
     test_accuracy = 100.0 * test_correct / problem.split.test.size();
     std::string exponents;
     for (int e : network.ForwardExponents()) exponents += std::to_string(e) + " ";
-    exponents += "/ ";
-    for (int e : network.BackwardExponents()) exponents += std::to_string(e) + " ";
+    exponents += "/";
+    for (int e : network.BackwardExponents()) exponents += " " + std::to_string(e);
     const double loss = std::ldexp(static_cast<double>(statistics.totals.loss_mantissa),
                                    -statistics.totals.loss_exponent) /
                         statistics.examples;
     std::printf(
-        "%5d %10.5f %7.2f %7.2f %8.3f %8.3f  %-30s", epoch, loss,
+        "%5d %10.5f %7.2f %7.2f %8.3f %8.3f  %-*s", epoch, loss,
         100.0 * train_correct / problem.split.train.size(), test_accuracy, seconds,
         100.0 * statistics.totals.clipped / std::max<std::int64_t>(1, statistics.totals.outputs),
-        exponents.c_str());
+        exponents_width, exponents.c_str());
     if (twin) {
       const int float_train_correct =
           twin->CountCorrect(real_train_inputs, problem.split.train.labels);
