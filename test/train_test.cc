@@ -311,6 +311,15 @@ TEST(ReluTest, PassesTheGradientWherePositive) {
   relu.Backward(dy, &dx);
   EXPECT_EQ(dx.exponent, 9);
   EXPECT_EQ(dx.mantissas, (std::vector<std::int8_t>{0, 0, 3, 4}));
+  // A gradient of another shape than the forward output is an error, before anything is read.
+  const DyadicInt8 wrong(1, 5, 9);
+  try {
+    relu.Backward(wrong, &dx);
+    ADD_FAILURE() << "a 1 x 5 gradient for a 1 x 4 output was accepted";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("relu output gradient"), std::string::npos)
+        << error.what();
+  }
 }
 
 // Three layers with known, different shifts: the forward output's exponent is the input's plus
