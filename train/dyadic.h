@@ -87,7 +87,8 @@ DyadicInt8 Requantize(const DyadicInt32& x, int target_exponent, int bits, Train
 // Where the forward value was clipped: mantissa at either bound of `bits` bits. The
 // straight-through estimator passes the gradient elsewhere and zeroes it here.
 inline bool Clipped(std::int32_t mantissa, int bits) {
-  return mantissa <= QMin(bits) || mantissa >= QMax(bits);
+  // Bitwise, not ||: no branch, so that loops over it vectorize.
+  return (mantissa <= QMin(bits)) | (mantissa >= QMax(bits));
 }
 
 }  // namespace train

@@ -67,13 +67,25 @@ inline std::int32_t RoundShift(std::int32_t v, int shift, bool stochastic, std::
   const int right = std::max(shift, 0);
   const int left = std::max(-shift, 0);
   const std::int32_t bound = kVelocityBound >> left;
-  const std::int32_t x = std::clamp(v, -bound, bound) * (std::int32_t{1} << left);
+  const std::int32_t x =
+      static_cast<std::int32_t>(static_cast<std::uint32_t>(std::clamp(v, -bound, bound)) << left);
   const std::int32_t mask = static_cast<std::int32_t>((std::uint32_t{1} << right) - 1);
   const std::int32_t stochastic_offset = static_cast<std::int32_t>((random >> 1) >> (31 - right));
   const std::int32_t nearest_offset = (mask >> 1) + ((x >= 0) & (right > 0));
   const std::int32_t choose_stochastic = -static_cast<std::int32_t>(stochastic);
   return (x + ((stochastic_offset & choose_stochastic) | (nearest_offset & ~choose_stochastic))) >>
          right;
+}
+
+// masked[i] = passes(outputs[i]) ? gradients[i] : 0: a gradient through an elementwise forward
+// step. Raw pointers and one branch-free pass, so that it vectorizes (int8 stores through the
+// vectors' own accessors could alias anything, and GCC would keep the loop scalar).
+template <typename Passes>
+void Mask(const std::int8_t* gradients, const std::int8_t* outputs, std::size_t count,
+          Passes passes, std::int8_t* masked) {
+  for (std::size_t i = 0; i < count; ++i) {
+    masked[i] = static_cast<std::int8_t>(gradients[i] * passes(outputs[i]));
+  }
 }
 
 // A master's rounding to its weight or bias (kMasterBits fewer bits), clamped to
@@ -98,17 +110,18 @@ struct UpdateRow {
 };
 
 // Moves a row's masters (and velocities) by their gradients and rounds them, for a tensor whose
-// stochastic roundings draw from `seed` (weight decay from seed ^ 0x5bd1e995). kDecay is a
-// template argument because GCC does not unswitch loops this large: a branch inside would keep
-// the loop scalar. Always inlined, so that Move's AVX2 clone compiles it for AVX2.
-template <bool kDecay, typename Rounded>
+// stochastic roundings draw from `seed` (weight decay from seed ^ 0x5bd1e995). kDecay and
+// kStochastic (shifts.decay_on and shifts.stochastic) are template arguments because GCC does not
+// unswitch loops this large: a branch inside would keep the loop scalar, and a choice made per
+// entry would compute both roundings. Always inlined, so that Move's AVX2 clone compiles it for
+// AVX2.
+template <bool kDecay, bool kStochastic, typename Rounded>
 __attribute__((always_inline)) inline void MoveEntries(const UpdateShifts& shifts,
                                                        std::uint32_t seed,
                                                        const UpdateRow<Rounded>& target) {
   const int decay_shift = shifts.decay;
   const int momentum_shift = shifts.momentum;
   const int step_shift = shifts.step;
-  const bool stochastic = shifts.stochastic;
   // RoundShift bounds a step by 2^30, which moves any master to its bound.
   const std::int32_t step_bound = shifts.max_step > 0 ? shifts.max_step : kVelocityBound;
   const std::uint32_t decay_seed = seed ^ 0x5bd1e995U;
@@ -126,8 +139,8 @@ __attribute__((always_inline)) inline void MoveEntries(const UpdateShifts& shift
     if (kDecay) {
       // master * 2^-weight_decay_shift at the gradient's exponent.
       const std::uint32_t random = stage_detail::StochasticRoundingBits(decay_seed, row, col);
-      g = std::clamp(g + RoundShift(masters[col], decay_shift, stochastic, random), -kGradientBound,
-                     kGradientBound);
+      g = std::clamp(g + RoundShift(masters[col], decay_shift, kStochastic, random),
+                     -kGradientBound, kGradientBound);
     }
     const std::int32_t v = velocities[col];
     const std::int32_t kept = v - RoundShift(v, momentum_shift, false, 0);
@@ -135,7 +148,7 @@ __attribute__((always_inline)) inline void MoveEntries(const UpdateShifts& shift
     velocities[col] = velocity;
     const std::uint32_t random = stage_detail::StochasticRoundingBits(seed, row, col);
     const std::int32_t step =
-        std::clamp(RoundShift(velocity, step_shift, stochastic, random), -step_bound, step_bound);
+        std::clamp(RoundShift(velocity, step_shift, kStochastic, random), -step_bound, step_bound);
     const std::int32_t master = std::clamp(masters[col] - step, -master_bound, master_bound);
     masters[col] = master;
     rounded[col] = static_cast<Rounded>(RoundMaster(master, rounded_low, rounded_high));
@@ -146,9 +159,15 @@ template <typename Rounded>
 LOWBIT_TRAIN_UPDATE_CLONES void Move(const UpdateShifts& shifts, std::uint32_t seed,
                                      const UpdateRow<Rounded>& target) {
   if (shifts.decay_on) {
-    MoveEntries<true>(shifts, seed, target);
+    if (shifts.stochastic) {
+      MoveEntries<true, true>(shifts, seed, target);
+    } else {
+      MoveEntries<true, false>(shifts, seed, target);
+    }
+  } else if (shifts.stochastic) {
+    MoveEntries<false, true>(shifts, seed, target);
   } else {
-    MoveEntries<false>(shifts, seed, target);
+    MoveEntries<false, false>(shifts, seed, target);
   }
 }
 
@@ -265,19 +284,23 @@ const DyadicInt8& Linear::Forward(Context* context, const DyadicInt8& x, std::ui
       ShiftStage(exponents_.forward_shift, rounding_, seed),
       OutputStageClamp{QMin(bits_), QMax(bits_)}, OutputStageSaturatingCastToInt8{});
   GemmWithOutputPipeline(context, RowMajor(x), weights_transposed, &result, 0, 0, pipeline);
-  clipped_outputs_ = std::count_if(output_.mantissas.begin(), output_.mantissas.end(),
-                                   [this](std::int8_t y) { return Clipped(y, bits_); });
+  const std::int8_t* outputs = output_.mantissas.data();
+  const std::size_t count = output_.mantissas.size();
+  const int bits = bits_;
+  std::int64_t clipped = 0;
+  for (std::size_t i = 0; i < count; ++i) clipped += Clipped(outputs[i], bits);
+  clipped_outputs_ = clipped;
   return output_;
 }
 
 void Linear::Backward(Context* context, const DyadicInt8& dy, std::uint32_t seed,
                       DyadicInt8* input_gradient) {
   CheckShape("linear output gradient", dy, output_.rows, outputs_, dy.exponent);
-  // One pass, without a branch, so that it vectorizes.
   masked_gradient_ = DyadicInt8(dy.rows, dy.cols, dy.exponent);
-  for (std::size_t i = 0; i < dy.mantissas.size(); ++i) {
-    masked_gradient_.mantissas[i] = Clipped(output_.mantissas[i], bits_) ? 0 : dy.mantissas[i];
-  }
+  Mask(
+      dy.mantissas.data(), output_.mantissas.data(), dy.mantissas.size(),
+      [bits = bits_](std::int8_t y) { return !Clipped(y, bits); },
+      masked_gradient_.mantissas.data());
   const int batch = dy.rows;
   // dW = dY^T X: dY (batch x outputs, row-major) is dY^T (outputs x batch) column-major.
   weight_gradient_.exponent = dy.exponent + input_.exponent;
@@ -288,11 +311,12 @@ void Linear::Backward(Context* context, const DyadicInt8& dy, std::uint32_t seed
                                     Order::kColMajor),
        RowMajor(input_), &weight_gradient, 0, 0);
   bias_gradient_.exponent = dy.exponent;
-  std::fill(bias_gradient_.mantissas.begin(), bias_gradient_.mantissas.end(), 0);
+  std::int32_t* bias_gradient = bias_gradient_.mantissas.data();
+  const std::int8_t* masked = masked_gradient_.mantissas.data();
+  const int outputs = outputs_;
+  std::fill_n(bias_gradient, outputs, 0);
   for (int row = 0; row < batch; ++row) {
-    for (int col = 0; col < outputs_; ++col) {
-      bias_gradient_.mantissas[col] += masked_gradient_.at(row, col);
-    }
+    for (int col = 0; col < outputs; ++col) bias_gradient[col] += masked[row * outputs + col];
   }
   if (input_gradient == nullptr) return;
   // dX = dY W: W (outputs x inputs, row-major) is the rhs as it is.
@@ -327,21 +351,21 @@ void Linear::Update(const SgdSettings& sgd, SeedSequence* seeds) {
                                INT32_MAX});
 }
 
-// Both passes are single loops without a branch, so that they vectorize.
 const DyadicInt8& Relu::Forward(const DyadicInt8& x) {
   output_ = DyadicInt8(x.rows, x.cols, x.exponent);
-  for (std::size_t i = 0; i < x.mantissas.size(); ++i) {
-    output_.mantissas[i] = std::max<std::int8_t>(x.mantissas[i], 0);
-  }
+  const std::int8_t* in = x.mantissas.data();
+  std::int8_t* out = output_.mantissas.data();
+  const std::size_t count = x.mantissas.size();
+  for (std::size_t i = 0; i < count; ++i) out[i] = std::max<std::int8_t>(in[i], 0);
   return output_;
 }
 
 void Relu::Backward(const DyadicInt8& dy, DyadicInt8* input_gradient) const {
   CheckShape("relu output gradient", dy, output_.rows, output_.cols, dy.exponent);
   *input_gradient = DyadicInt8(dy.rows, dy.cols, dy.exponent);
-  for (std::size_t i = 0; i < dy.mantissas.size(); ++i) {
-    input_gradient->mantissas[i] = output_.mantissas[i] > 0 ? dy.mantissas[i] : 0;
-  }
+  Mask(
+      dy.mantissas.data(), output_.mantissas.data(), dy.mantissas.size(),
+      [](std::int8_t y) { return y > 0; }, input_gradient->mantissas.data());
 }
 
 }  // namespace train
