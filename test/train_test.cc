@@ -89,16 +89,23 @@ TEST(RequantizeTest, ShiftsAndClipsToTheBitWidth) {
   EXPECT_EQ(narrow.mantissas, (std::vector<std::int8_t>{7, -8, 7, 7}));
 }
 
+// The exponents of the Linear layers below: input 4, weights 6, forward shift 7 (output exponent
+// 3), backward shift 5 (input gradient exponent = output gradient exponent + 1).
+LinearExponents TestExponents() {
+  LinearExponents exponents;
+  exponents.input_exponent = 4;
+  exponents.weight_exponent = 6;
+  exponents.forward_shift = 7;
+  exponents.backward_shift = 5;
+  return exponents;
+}
+
 // A Linear layer with nearest rounding against a 64-bit reference: forward, and backward's
 // weight, bias and input gradients, with exponents that differ from layer to layer.
 TEST(LinearTest, ForwardAndBackwardMatchAnExactReference) {
   Context context;
   const int batch = 5, inputs = 7, outputs = 3;
-  LinearExponents exponents;
-  exponents.input_exponent = 4;
-  exponents.weight_exponent = 6;
-  exponents.forward_shift = 7;   // output exponent 3
-  exponents.backward_shift = 5;  // input gradient exponent = gradient exponent + 1
+  const LinearExponents exponents = TestExponents();
   SeedSequence init(1);
   Linear layer(inputs, outputs, exponents, 8, TrainRounding::kNearest, &init);
   const DyadicInt8 w = RandomInt8(outputs, inputs, 6, -100, 100, 2);
@@ -171,11 +178,7 @@ void ReferenceStep(const SgdSettings& sgd, TrainRounding rounding, int gradient_
 TEST(LinearTest, UpdateMatchesAnExactReference) {
   Context context;
   const int batch = 6, inputs = 37, outputs = 5;
-  LinearExponents exponents;
-  exponents.input_exponent = 4;
-  exponents.weight_exponent = 6;
-  exponents.forward_shift = 7;
-  exponents.backward_shift = 5;
+  const LinearExponents exponents = TestExponents();
   const int weight_master_exponent = 6 + Linear::kMasterBits;
   const int bias_master_exponent = 4 + 6 + Linear::kMasterBits;
   std::vector<SgdSettings> settings(4);
@@ -247,12 +250,8 @@ TEST(LinearTest, UpdateMatchesAnExactReference) {
 // Settings whose shifts leave [-30, 30] are errors naming the setting, before anything moves.
 TEST(LinearTest, UpdateRejectsShiftsOutOfRange) {
   Context context;
-  LinearExponents exponents;
-  exponents.input_exponent = 4;
-  exponents.weight_exponent = 6;
-  exponents.forward_shift = 7;
   SeedSequence init(1);
-  Linear layer(3, 2, exponents, 8, TrainRounding::kStochastic, &init);
+  Linear layer(3, 2, TestExponents(), 8, TrainRounding::kStochastic, &init);
   layer.Forward(&context, RandomInt8(2, 3, 4, -128, 127, 3), 5);
   layer.Backward(&context, RandomInt8(2, 2, 9, -100, 100, 4), 6, nullptr);
   std::vector<std::int32_t> before(layer.StateSize());
