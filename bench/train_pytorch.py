@@ -22,6 +22,7 @@ Only the epochs' training steps are timed (shuffle, forward, backward, update; t
 between epochs are not), as lowbit-train's "training seconds". Like lowbit-train it ends with
     training seconds: X (Y per epoch)
     test accuracy: NN.NN%
+after a line "threads: N", the threads the process has once training is over.
 Uses Debian's python3-torch and python3-numpy: run it with /usr/bin/python3. That torch does its
 matrix products through libblas.so.3, whichever BLAS provides it (Debian's alternatives, or
 LD_LIBRARY_PATH): it prints the one it loaded on its "blas:" line. The reference BLAS (libblas3)
@@ -35,9 +36,9 @@ import os
 import sys
 import time
 
-import numpy as np
-
-# Imported by import_torch, once the thread count is known: OpenBLAS reads it when it loads.
+# Imported by import_numerics once --threads is known: numpy and torch both load libblas.so.3,
+# and OpenBLAS takes its thread count from the environment when it loads.
+np = None
 torch = None
 nn = None
 
@@ -283,16 +284,22 @@ def parse_arguments():
     return parser, arguments
 
 
-def import_torch(threads):
-    """Imports torch with `threads` threads for its own kernels and for the BLAS it calls
-    (Debian's python3-torch calls libblas.so.3, whichever BLAS that is: OpenBLAS reads
-    OPENBLAS_NUM_THREADS when it loads, and an OpenMP build OMP_NUM_THREADS)."""
-    global torch, nn
+def import_numerics(threads):
+    """Imports numpy and torch with `threads` threads for torch's own kernels and for the BLAS
+    both call (Debian's numpy and torch call libblas.so.3, whichever BLAS that is: OpenBLAS
+    reads OPENBLAS_NUM_THREADS when it loads, an OpenMP build OMP_NUM_THREADS)."""
+    global np, torch, nn
     os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
     os.environ["OMP_NUM_THREADS"] = str(threads)
+    import numpy as np
     import torch
     from torch import nn
     torch.set_num_threads(threads)
+
+
+def os_threads():
+    """The number of threads this process has."""
+    return len(os.listdir("/proc/self/task"))
 
 
 def loaded_blas():
@@ -308,7 +315,7 @@ def loaded_blas():
 
 def main():
     parser, arguments = parse_arguments()
-    import_torch(arguments.threads)
+    import_numerics(arguments.threads)
     torch.manual_seed(arguments.seed)
 
     train_x, train_y, test_x, test_y, classes = load(arguments.data, arguments.seed)
@@ -359,6 +366,7 @@ def main():
         test_accuracy = accuracy(model, test_x, test_y)
         print(f"{epoch:5d} {loss_sum / examples:10.5f} {train_accuracy:7.2f} "
               f"{test_accuracy:7.2f} {seconds:8.3f}")
+    print(f"threads: {os_threads()}")
     print(f"training seconds: {training_seconds:.3f} ({training_seconds / epochs:.4f} per epoch)")
     print(f"test accuracy: {test_accuracy:.2f}%")
     return 0
