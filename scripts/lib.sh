@@ -44,6 +44,11 @@ LOWBIT_BUILD_PACKAGES=(cmake make g++ pkg-config libgtest-dev libbenchmark-dev l
                        libpthreadpool-dev zlib1g-dev)
 # Fashion-MNIST (/usr/share/datasets/fashion-mnist), for the training benchmark; the tests skip it.
 LOWBIT_TRAIN_DATA_PACKAGES=(dataset-fashion-mnist)
+# scripts/train-bench --peers: PyTorch float32 (bench/train_pytorch.py, run by /usr/bin/python3)
+# and the OpenBLAS its matrix products are pinned to (libopenblas0-pthread, the variant
+# libopenblas-dev pulls in for scripts/bench --peers): with the reference libblas3 alone, Debian's
+# torch multiplies an order of magnitude slower.
+LOWBIT_TRAIN_PEER_PACKAGES=(python3-torch python3-numpy libopenblas0-pthread)
 # scripts/fuzz: clang with libFuzzer and the sanitizer runtimes (libclang_rt.fuzzer-x86_64.a and
 # <fuzzer/FuzzedDataProvider.h> are in libclang-rt-14-dev), and llvm-symbolizer for the reports.
 LOWBIT_FUZZ_PACKAGES=(clang libclang-rt-14-dev llvm-14)
