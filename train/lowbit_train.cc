@@ -294,7 +294,7 @@ int Run(int argc, char** argv) {
   std::printf("training seconds: %.3f (%.4f per epoch)\n", training_seconds,
               training_seconds / epochs);
   if (twin) {
-    std::printf("float twin seconds: %.3f (%.4f per epoch)\n", float_seconds,
+    std::printf("float twin training seconds: %.3f (%.4f per epoch)\n", float_seconds,
                 float_seconds / epochs);
     std::printf("float twin test accuracy: %.2f%%\n", float_test_accuracy);
   }
