@@ -208,44 +208,27 @@ def accuracy(model, inputs, labels):
         return 100.0 * (model(inputs).argmax(dim=1) == labels).sum().item() / len(labels)
 
 
-def positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}")
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
-    return value
+def checked(convert, noun, accepts, rule):
+    """An argparse type: `convert` the text, then require `accepts`; the errors say the rule."""
+
+    def parse(text):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {noun}, got {text!r}")
+        if not accepts(value):
+            raise argparse.ArgumentTypeError(f"must be {rule}, got {text!r}")
+        return value
+
+    return parse
 
 
-def seed_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}")
-    if not 0 <= value <= 2147483647:
-        raise argparse.ArgumentTypeError(f"must be in [0, 2147483647], got {text!r}")
-    return value
-
-
-def positive_float(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}")
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
-
-
-def momentum_float(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}")
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text!r}")
-    return value
+positive_int = checked(int, "an integer", lambda value: value >= 1, "at least 1")
+seed_int = checked(int, "an integer", lambda value: 0 <= value <= 2147483647,
+                   "in [0, 2147483647]")
+positive_float = checked(float, "a number", lambda value: value > 0 and math.isfinite(value),
+                         "a positive number")
+momentum_float = checked(float, "a number", lambda value: 0 <= value < 1, "in [0, 1)")
 
 
 def parse_arguments():
