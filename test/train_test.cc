@@ -596,6 +596,37 @@ TEST(FloatTwinTest, StartsFromTheNetworkAndFollowsTheSgdRule) {
   }
 }
 
+// Bad examples are errors naming the argument, before the twin moves.
+TEST(FloatTwinTest, BadExamplesAreErrors) {
+  NetworkSettings settings;
+  settings.widths = {3, 2};
+  Network network(settings);
+  FloatTwin twin(network);
+  FloatExamples x;
+  x.rows = 2;
+  x.cols = 3;
+  x.values = {0.5f, -1, 2, 1, 0, -0.25f};
+  const std::vector<float> before = twin.Logits(x.values.data(), 2);
+  const auto expect_error = [&](const FloatExamples& inputs, const std::vector<int>& labels,
+                                int batch, const std::string& argument) {
+    try {
+      twin.TrainEpoch(inputs, labels, batch, 1);
+      ADD_FAILURE() << argument << " was accepted";
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find(argument), std::string::npos) << error.what();
+    }
+    EXPECT_EQ(twin.Logits(x.values.data(), 2), before) << argument;
+  };
+  FloatExamples four_features = x;
+  four_features.cols = 4;
+  four_features.values.resize(8);
+  expect_error(four_features, {0, 1}, 1, "float twin inputs");
+  expect_error(x, {0}, 1, "labels");
+  expect_error(x, {0, 2}, 1, "labels");
+  expect_error(x, {-1, 0}, 1, "labels");
+  expect_error(x, {0, 1}, 0, "batch");
+}
+
 // On Iris the twin learns as the integer network does (doc/training.md compares them on every
 // network of the table).
 TEST(FloatTwinTest, IrisReachesNinetyPercent) {

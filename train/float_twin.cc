@@ -58,7 +58,9 @@ int ArgMax(const float* values, int count) {
   return static_cast<int>(std::max_element(values, values + count) - values);
 }
 
-void CheckExamples(const FloatExamples& inputs, const std::vector<int>& labels, int features) {
+// Before any work: the inputs' shape and every label.
+void CheckExamples(const FloatExamples& inputs, const std::vector<int>& labels, int features,
+                   int classes) {
   if (inputs.cols != features ||
       inputs.values.size() != static_cast<std::size_t>(inputs.rows) * inputs.cols) {
     throw Error("float twin inputs", "must have " + std::to_string(features) + " features");
@@ -66,6 +68,12 @@ void CheckExamples(const FloatExamples& inputs, const std::vector<int>& labels, 
   if (static_cast<int>(labels.size()) != inputs.rows) {
     throw Error("labels", "must hold one label per example (" + std::to_string(inputs.rows) +
                               "), got " + std::to_string(labels.size()));
+  }
+  for (const int label : labels) {
+    if (label < 0 || label >= classes) {
+      throw Error("labels",
+                  "must be in [0, " + std::to_string(classes) + "), got " + std::to_string(label));
+    }
   }
 }
 
@@ -172,7 +180,7 @@ FloatEpochStatistics FloatTwin::TrainEpoch(const FloatExamples& inputs,
                                            const std::vector<int>& labels, int batch,
                                            std::uint64_t seed,
                                            const std::function<void(int, int)>& progress) {
-  CheckExamples(inputs, labels, layers_.front().inputs);
+  CheckExamples(inputs, labels, layers_.front().inputs, layers_.back().outputs);
   if (batch < 1) throw Error("batch", "must be at least 1, got " + std::to_string(batch));
   const std::vector<int> order = EpochOrder(inputs.rows, seed);
   const int classes = layers_.back().outputs;
@@ -189,10 +197,6 @@ FloatEpochStatistics FloatTwin::TrainEpoch(const FloatExamples& inputs,
     for (int i = 0; i < count; ++i) {
       float* row = &gradient[static_cast<std::size_t>(i) * classes];
       const int label = labels[order[first + i]];
-      if (label < 0 || label >= classes) {
-        throw Error("labels", "must be in [0, " + std::to_string(classes) + "), got " +
-                                  std::to_string(label));
-      }
       if (loss_ == Loss::kMse) {
         for (int c = 0; c < classes; ++c) {
           row[c] -= c == label ? 1.0f : 0.0f;
@@ -215,7 +219,7 @@ FloatEpochStatistics FloatTwin::TrainEpoch(const FloatExamples& inputs,
 }
 
 int FloatTwin::CountCorrect(const FloatExamples& inputs, const std::vector<int>& labels) {
-  CheckExamples(inputs, labels, layers_.front().inputs);
+  CheckExamples(inputs, labels, layers_.front().inputs, layers_.back().outputs);
   constexpr int kChunk = 256;
   const int classes = layers_.back().outputs;
   int correct = 0;
