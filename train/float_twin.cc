@@ -69,12 +69,7 @@ void CheckExamples(const FloatExamples& inputs, const std::vector<int>& labels, 
     throw Error("labels", "must hold one label per example (" + std::to_string(inputs.rows) +
                               "), got " + std::to_string(labels.size()));
   }
-  for (const int label : labels) {
-    if (label < 0 || label >= classes) {
-      throw Error("labels",
-                  "must be in [0, " + std::to_string(classes) + "), got " + std::to_string(label));
-    }
-  }
+  CheckLabels(labels, classes);
 }
 
 }  // namespace

@@ -125,14 +125,9 @@ StepStatistics Network::TrainStep(Context* context, const DyadicInt8& input,
     throw Error("labels", "must hold one label per input row (" + std::to_string(input.rows) +
                               "), got " + std::to_string(labels.size()));
   }
+  CheckLabels(labels, settings_.widths.back());
   const DyadicInt8& output = Forward(context, input);
   StepStatistics statistics;
-  for (const int label : labels) {
-    if (label < 0 || label >= output.cols) {
-      throw Error("labels", "must be in [0, " + std::to_string(output.cols) + "), got " +
-                                std::to_string(label));
-    }
-  }
   DyadicInt8 gradient(output.rows, output.cols, output.exponent);
   if (settings_.loss == Loss::kMse) {
     // Against one-hot targets 1.0 at the output's exponent: the gradient (Y - T) at the
@@ -206,15 +201,27 @@ DyadicInt8 Gather(const DyadicInt8& inputs, const std::vector<int>& order, int f
   return batch;
 }
 
-void CheckExamples(const DyadicInt8& inputs, const std::vector<int>& labels, int batch) {
+// Before any step: the labels' count and range, and the batch.
+void CheckExamples(const Network& network, const DyadicInt8& inputs, const std::vector<int>& labels,
+                   int batch) {
   if (static_cast<int>(labels.size()) != inputs.rows) {
     throw Error("labels", "must hold one label per example (" + std::to_string(inputs.rows) +
                               "), got " + std::to_string(labels.size()));
   }
+  CheckLabels(labels, network.settings().widths.back());
   if (batch < 1) throw Error("batch", "must be at least 1, got " + std::to_string(batch));
 }
 
 }  // namespace
+
+void CheckLabels(const std::vector<int>& labels, int classes) {
+  for (const int label : labels) {
+    if (label < 0 || label >= classes) {
+      throw Error("labels",
+                  "must be in [0, " + std::to_string(classes) + "), got " + std::to_string(label));
+    }
+  }
+}
 
 std::vector<int> EpochOrder(int examples, std::uint64_t seed) {
   std::vector<int> order(examples);
@@ -230,7 +237,7 @@ std::vector<int> EpochOrder(int examples, std::uint64_t seed) {
 EpochStatistics TrainEpoch(Network* network, Context* context, const DyadicInt8& inputs,
                            const std::vector<int>& labels, int batch, std::uint64_t seed,
                            const std::function<void(int, int)>& progress) {
-  CheckExamples(inputs, labels, batch);
+  CheckExamples(*network, inputs, labels, batch);
   const std::vector<int> order = EpochOrder(inputs.rows, seed);
   EpochStatistics epoch;
   std::vector<int> batch_labels;
@@ -252,7 +259,7 @@ EpochStatistics TrainEpoch(Network* network, Context* context, const DyadicInt8&
 
 int CountCorrect(Network* network, Context* context, const DyadicInt8& inputs,
                  const std::vector<int>& labels, int batch) {
-  CheckExamples(inputs, labels, batch);
+  CheckExamples(*network, inputs, labels, batch);
   std::vector<int> order(inputs.rows);
   for (int i = 0; i < inputs.rows; ++i) order[i] = i;
   int correct = 0;
