@@ -458,6 +458,13 @@ TEST(NetworkTest, BadArgumentsAreErrors) {
   EXPECT_THROW(network.TrainStep(&context, DyadicInt8(1, 4, 5), {3}), Error);
   EXPECT_THROW(network.Forward(&context, DyadicInt8(1, 5, 5)), Error);
   EXPECT_THROW(network.Forward(&context, DyadicInt8(1, 4, 6)), Error);
+  // A bad label anywhere in an epoch stops it before its first step.
+  std::vector<std::int32_t> before(network.linear_layers()[0].StateSize());
+  network.linear_layers()[0].GetState(before.data());
+  EXPECT_THROW(TrainEpoch(&network, &context, DyadicInt8(3, 4, 5), {0, 1, 3}, 1, 7), Error);
+  std::vector<std::int32_t> after(before.size());
+  network.linear_layers()[0].GetState(after.data());
+  EXPECT_EQ(after, before);
 }
 
 // The integer softmax against double precision, and -log2 of a probability.
