@@ -13,49 +13,6 @@
 
 #include "public/lowbit.h"
 
-namespace {
-
-// real = scale * (q - zero_point) over [min, max], with 0.0 exactly representable.
-struct Quantization {
-  float scale;
-  std::int32_t zero_point;
-};
-
-Quantization ChooseQuantization(float min, float max) {
-  min = std::min(min, 0.0f);
-  max = std::max(max, 0.0f);
-  const float scale = max > min ? (max - min) / 255.0f : 1.0f;
-  const auto zero_point =
-      static_cast<std::int32_t>(std::lround(std::min(std::max(-min / scale, 0.0f), 255.0f)));
-  return {scale, zero_point};
-}
-
-std::vector<std::uint8_t> Quantize(const std::vector<float>& values, Quantization q) {
-  std::vector<std::uint8_t> out(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const long rounded = std::lround(values[i] / q.scale) + q.zero_point;
-    out[i] = static_cast<std::uint8_t>(std::min(std::max(rounded, 0L), 255L));
-  }
-  return out;
-}
-
-// A real multiplier in (0, 1) as a Q0.31 fixed-point multiplier and a right shift.
-void QuantizeMultiplier(double real, std::int32_t* multiplier, int* shift) {
-  *shift = 0;
-  while (real < 0.5) {
-    real *= 2;
-    ++*shift;
-  }
-  std::int64_t q = std::llround(real * (1LL << 31));
-  if (q == (1LL << 31)) {
-    q /= 2;
-    --*shift;
-  }
-  *multiplier = static_cast<std::int32_t>(q);
-}
-
-}  // namespace
-
 // The median over `runs` of the seconds one call of `gemm` takes.
 template <typename Function>
 double MedianSeconds(Function gemm, int runs) {
@@ -92,19 +49,21 @@ int main(int argc, char** argv) {
   }
   const auto [min_product, max_product] = std::minmax_element(product.begin(), product.end());
 
-  const Quantization lhs_q = ChooseQuantization(-1.0f, 1.0f);
-  const Quantization rhs_q = ChooseQuantization(0.0f, 4.0f);
-  const Quantization result_q = ChooseQuantization(*min_product, *max_product);
-  const std::vector<std::uint8_t> lhs_quantized = Quantize(lhs, lhs_q);
-  const std::vector<std::uint8_t> rhs_quantized = Quantize(rhs, rhs_q);
+  // uint8, asymmetric: real = scale * (q - zero_point) over each range, 0.0 exact.
+  const lowbit::QuantizationParams lhs_q = lowbit::ChooseQuantizationParams(-1.0, 1.0);
+  const lowbit::QuantizationParams rhs_q = lowbit::ChooseQuantizationParams(0.0, 4.0);
+  const lowbit::QuantizationParams result_q =
+      lowbit::ChooseQuantizationParams(*min_product, *max_product);
+  std::vector<std::uint8_t> lhs_quantized(lhs.size()), rhs_quantized(rhs.size());
+  lowbit::Quantize(lhs.data(), lhs.size(), lhs_q, lhs_quantized.data());
+  lowbit::Quantize(rhs.data(), rhs.size(), rhs_q, rhs_quantized.data());
 
   // acc * lhs_scale * rhs_scale / result_scale, plus the result zero point.
-  std::int32_t multiplier;
-  int shift;
-  QuantizeMultiplier(static_cast<double>(lhs_q.scale) * rhs_q.scale / result_q.scale, &multiplier,
-                     &shift);
+  const lowbit::FixedPointMultiplier multiplier =
+      lowbit::QuantizeMultiplier(lhs_q.scale * rhs_q.scale / result_q.scale);
   const auto pipeline = std::make_tuple(
-      lowbit::OutputStageQuantizeDownInt32ByFixedPoint{multiplier, shift, result_q.zero_point},
+      lowbit::OutputStageScaleInt32ByFixedPointAndExponent{
+          multiplier.multiplier, multiplier.exponent, result_q.zero_point},
       lowbit::OutputStageSaturatingCastToUint8{});
 
   std::vector<std::uint8_t> result(rows * cols);
@@ -121,14 +80,12 @@ int main(int argc, char** argv) {
   };
   gemm();
 
-  double max_error = 0;
+  std::vector<float> dequantized(result.size());
+  lowbit::Dequantize(result.data(), result.size(), result_q, dequantized.data());
+  double max_error = 0, rms = 0;
   for (int i = 0; i < rows * cols; ++i) {
-    const double dequantized = result_q.scale * (result[i] - result_q.zero_point);
-    max_error = std::max(max_error, std::abs(dequantized - product[i]));
-  }
-  double rms = 0;
-  for (int i = 0; i < rows * cols; ++i) {
-    const double error = result_q.scale * (result[i] - result_q.zero_point) - product[i];
+    const double error = dequantized[i] - product[i];
+    max_error = std::max(max_error, std::abs(error));
     rms += error * error;
   }
   rms = std::sqrt(rms / (rows * cols));

@@ -11,5 +11,6 @@
 #include "public/map.h"
 #include "public/output_stages.h"
 #include "public/prepacked.h"
+#include "public/quantization.h"
 
 #endif  // LOWBIT_PUBLIC_LOWBIT_H_

@@ -1,0 +1,247 @@
+// The quantization helpers of public/quantization.h: every argument is checked before any
+// output is written, and the arithmetic is done in double.
+#include "public/quantization.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "public/error.h"
+
+namespace lowbit {
+namespace {
+
+// A double as short as it can be and still read back exactly, for error messages ("1e-12").
+std::string Text(double value) {
+  for (int precision : {6, 15, 17}) {
+    std::ostringstream stream;
+    stream.precision(precision);
+    stream << value;
+    if (precision == 17 || std::strtod(stream.str().c_str(), nullptr) == value) {
+      return stream.str();
+    }
+  }
+  return {};
+}
+
+void CheckType(const QuantizedType& type, const char* name) {
+  if (type.bits < 2 || type.bits > 8) {
+    throw Error(std::string(name) + ".bits", "must be in [2, 8], got " + std::to_string(type.bits));
+  }
+}
+
+void CheckFinite(double value, const std::string& name) {
+  if (!std::isfinite(value)) throw Error(name, "must be finite, got " + Text(value));
+}
+
+// The fixed zero point of QuantizationMode::kSymmetric.
+std::int32_t SymmetricZeroPoint(const QuantizedType& type) {
+  return type.is_signed ? 0 : (1 << (type.bits - 1));
+}
+
+QuantizationParams ChooseChecked(double min, double max, const QuantizedType& type,
+                                 QuantizationMode mode, const std::string& min_name,
+                                 const std::string& max_name) {
+  CheckFinite(min, min_name);
+  CheckFinite(max, max_name);
+  if (min > max) {
+    throw Error(min_name, "must not exceed " + max_name + " (" + Text(max) + "), got " + Text(min));
+  }
+  if (mode != QuantizationMode::kAsymmetric && mode != QuantizationMode::kSymmetric) {
+    throw Error("mode", "must be QuantizationMode::kAsymmetric or kSymmetric, got " +
+                            std::to_string(static_cast<int>(mode)));
+  }
+  // 0.0 must be representable: zero padding, ReLU outputs and all-zero channels stay exact.
+  min = std::min(min, 0.0);
+  max = std::max(max, 0.0);
+  const bool symmetric = mode == QuantizationMode::kSymmetric;
+  if (min == max) {
+    // Any positive scale represents an all-zero range exactly; 1 keeps the multipliers derived
+    // from it finite, where TFLite's scale 0 would make them 0.
+    return {1.0, symmetric ? SymmetricZeroPoint(type) : 0};
+  }
+  double scale;
+  std::int32_t zero_point;
+  if (symmetric) {
+    zero_point = SymmetricZeroPoint(type);
+    scale = std::max(-min, max) / (type.max() - zero_point);
+  } else {
+    scale = (max - min) / (type.max() - type.min());
+    // min <= 0 <= max keeps the real zero point in [type.min(), type.max()] up to rounding; the
+    // clamp only guards the last bit.
+    const double real_zero_point = type.min() - min / scale;
+    zero_point = static_cast<std::int32_t>(
+        std::min<double>(std::max<double>(std::round(real_zero_point), type.min()), type.max()));
+  }
+  // max - min overflows for ranges near DBL_MAX; a subnormal scale loses precision.
+  if (!std::isfinite(scale) || scale < std::numeric_limits<double>::min()) {
+    throw Error(max_name, "the range [" + Text(min) + ", " + Text(max) + "] gives scale " +
+                              Text(scale) + ", which must be finite and at least DBL_MIN");
+  }
+  return {scale, zero_point};
+}
+
+// `real_multiplier` = fraction * 2^exponent, fraction in [0.5, 1), rounded to a Q31 fraction.
+FixedPointMultiplier QuantizeChecked(double real_multiplier, const std::string& name) {
+  if (std::isnan(real_multiplier) || std::isinf(real_multiplier)) {
+    throw Error(name, "must be finite, got " + Text(real_multiplier));
+  }
+  if (real_multiplier <= 0) {
+    throw Error(name, "must be positive, got " + Text(real_multiplier));
+  }
+  int exponent;
+  const double fraction = std::frexp(real_multiplier, &exponent);
+  // fraction * 2^31 < 2^31 is exact in a double up to the rounding to an integer (ties away).
+  auto multiplier = static_cast<std::int64_t>(std::round(fraction * 2147483648.0));
+  if (multiplier == (std::int64_t{1} << 31)) {
+    // fraction rounded up to 1: 2^31 * 2^(exponent - 31) = 2^30 * 2^(exponent + 1 - 31).
+    multiplier = std::int64_t{1} << 30;
+    ++exponent;
+  }
+  // OutputStageScaleInt32ByFixedPointAndExponent accepts exponents in [-31, 30].
+  if (exponent < -31 || exponent > 30) {
+    throw Error(name,
+                "must be in [2^-32 (1 - 2^-32), 2^30 (1 - 2^-32)) so that its exponent is in "
+                "[-31, 30] (OutputStageScaleInt32ByFixedPointAndExponent), got " +
+                    Text(real_multiplier) + " (exponent " + std::to_string(exponent) + ")");
+  }
+  return {static_cast<std::int32_t>(multiplier), exponent};
+}
+
+void CheckParams(const QuantizationParams& params, const QuantizedType& type, bool check_type) {
+  if (!std::isfinite(params.scale) || params.scale <= 0) {
+    throw Error("params.scale", "must be finite and positive, got " + Text(params.scale));
+  }
+  if (check_type && (params.zero_point < type.min() || params.zero_point > type.max())) {
+    throw Error("params.zero_point", "must be in [" + std::to_string(type.min()) + ", " +
+                                         std::to_string(type.max()) + "], got " +
+                                         std::to_string(params.zero_point));
+  }
+}
+
+void CheckPointer(const void* pointer, std::size_t count, const char* name) {
+  if (pointer == nullptr && count > 0) {
+    throw Error(name, "must not be null for a count of " + std::to_string(count));
+  }
+}
+
+template <typename Quantized>
+void QuantizeImpl(const float* values, std::size_t count, const QuantizationParams& params,
+                  Quantized* quantized, const QuantizedType& type) {
+  CheckType(type, "type");
+  if (type.is_signed != std::numeric_limits<Quantized>::is_signed) {
+    throw Error("type.is_signed", std::numeric_limits<Quantized>::is_signed
+                                      ? "must be true for an int8_t output"
+                                      : "must be false for a uint8_t output");
+  }
+  CheckParams(params, type, true);
+  CheckPointer(values, count, "values");
+  CheckPointer(quantized, count, "quantized");
+  // NaN has no quantized value: reject it before writing anything.
+  for (std::size_t i = 0; i < count; ++i) {
+    if (std::isnan(values[i])) throw Error("values[" + std::to_string(i) + "]", "must not be NaN");
+  }
+  // Clamping in double before the conversion keeps huge values and +-infinity defined.
+  const double low = type.min() - params.zero_point;
+  const double high = type.max() - params.zero_point;
+  for (std::size_t i = 0; i < count; ++i) {
+    const double steps = std::min(std::max(std::round(values[i] / params.scale), low), high);
+    quantized[i] = static_cast<Quantized>(static_cast<std::int32_t>(steps) + params.zero_point);
+  }
+}
+
+template <typename Quantized>
+void DequantizeImpl(const Quantized* quantized, std::size_t count, const QuantizationParams& params,
+                    float* values) {
+  CheckParams(params, QuantizedType::Uint8(), false);
+  CheckPointer(quantized, count, "quantized");
+  CheckPointer(values, count, "values");
+  for (std::size_t i = 0; i < count; ++i) {
+    // The difference is exact in int64 for any int32 zero point, and in double.
+    values[i] = static_cast<float>(
+        params.scale * static_cast<double>(std::int64_t{quantized[i]} - params.zero_point));
+  }
+}
+
+}  // namespace
+
+QuantizationParams ChooseQuantizationParams(double min, double max, QuantizedType type,
+                                            QuantizationMode mode) {
+  CheckType(type, "type");
+  return ChooseChecked(min, max, type, mode, "min", "max");
+}
+
+std::vector<QuantizationParams> ChooseQuantizationParamsPerChannel(const std::vector<float>& min,
+                                                                   const std::vector<float>& max,
+                                                                   QuantizedType type,
+                                                                   QuantizationMode mode) {
+  CheckType(type, "type");
+  if (min.size() != max.size()) {
+    throw Error("max", "must have one entry per entry of min (" + std::to_string(min.size()) +
+                           "), got " + std::to_string(max.size()));
+  }
+  std::vector<QuantizationParams> params;
+  params.reserve(min.size());
+  for (std::size_t c = 0; c < min.size(); ++c) {
+    const std::string index = "[" + std::to_string(c) + "]";
+    params.push_back(ChooseChecked(min[c], max[c], type, mode, "min" + index, "max" + index));
+  }
+  return params;
+}
+
+FixedPointMultiplier QuantizeMultiplier(double real_multiplier) {
+  return QuantizeChecked(real_multiplier, "real_multiplier");
+}
+
+FixedPointMultiplierAndShift QuantizeMultiplierSmallerThanOne(double real_multiplier) {
+  const FixedPointMultiplier quantized = QuantizeChecked(real_multiplier, "real_multiplier");
+  // An exponent of 1 or more means m rounded to 1 or more: the stage's shift cannot be negative.
+  if (quantized.exponent > 0) {
+    throw Error("real_multiplier",
+                "must be below 1 after rounding to 31 bits "
+                "(OutputStageQuantizeDownInt32ByFixedPoint shifts right "
+                "only; use QuantizeMultiplier), got " +
+                    Text(real_multiplier));
+  }
+  return {quantized.multiplier, -quantized.exponent};
+}
+
+FixedPointMultipliers QuantizeMultipliers(const std::vector<double>& real_multipliers) {
+  FixedPointMultipliers result;
+  result.multipliers.reserve(real_multipliers.size());
+  result.exponents.reserve(real_multipliers.size());
+  for (std::size_t c = 0; c < real_multipliers.size(); ++c) {
+    const FixedPointMultiplier quantized =
+        QuantizeChecked(real_multipliers[c], "real_multipliers[" + std::to_string(c) + "]");
+    result.multipliers.push_back(quantized.multiplier);
+    result.exponents.push_back(quantized.exponent);
+  }
+  return result;
+}
+
+void Quantize(const float* values, std::size_t count, const QuantizationParams& params,
+              std::uint8_t* quantized, QuantizedType type) {
+  QuantizeImpl(values, count, params, quantized, type);
+}
+
+void Quantize(const float* values, std::size_t count, const QuantizationParams& params,
+              std::int8_t* quantized, QuantizedType type) {
+  QuantizeImpl(values, count, params, quantized, type);
+}
+
+void Dequantize(const std::uint8_t* quantized, std::size_t count, const QuantizationParams& params,
+                float* values) {
+  DequantizeImpl(quantized, count, params, values);
+}
+
+void Dequantize(const std::int8_t* quantized, std::size_t count, const QuantizationParams& params,
+                float* values) {
+  DequantizeImpl(quantized, count, params, values);
+}
+
+}  // namespace lowbit
