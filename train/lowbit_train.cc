@@ -30,6 +30,8 @@ struct Options {
   int threads = 1;
   int learning_rate_shift = -1;
   int momentum_shift = 3;
+  int weight_decay_shift = 0;
+  int max_step = 0;
   std::string save;
   std::string eval;
   bool float_twin = false;
@@ -38,7 +40,8 @@ struct Options {
 const char kUsage[] =
     "usage: lowbit-train [--data iris|digits|fashion-mnist] [--arch 4-8-8-3] [--loss mse|ce]\n"
     "                    [--epochs N] [--batch B] [--seed S] [--threads T]\n"
-    "                    [--lr-shift L] [--momentum-shift M] [--save FILE] [--float]\n"
+    "                    [--lr-shift L] [--momentum-shift M] [--weight-decay-shift D]\n"
+    "                    [--max-step S] [--save FILE] [--float]\n"
     "       lowbit-train --eval FILE [--data ...] [--threads T]\n";
 
 int ParseInt(const std::string& name, const char* text, int min, int max) {
@@ -87,6 +90,10 @@ Options Parse(int argc, char** argv) {
       options.eval = value;
     } else if (flag == "--momentum-shift") {
       options.momentum_shift = ParseInt(flag, value, 0, 16);
+    } else if (flag == "--weight-decay-shift") {
+      options.weight_decay_shift = ParseInt(flag, value, 0, 30);
+    } else if (flag == "--max-step") {
+      options.max_step = ParseInt(flag, value, 0, 1 << 30);
     } else {
       throw Error(flag, std::string("is not an option\n") + kUsage);
     }
@@ -205,6 +212,8 @@ int Run(int argc, char** argv) {
                                          ? options.learning_rate_shift
                                          : problem.defaults.learning_rate_shift;
   settings.sgd.momentum_shift = options.momentum_shift;
+  settings.sgd.weight_decay_shift = options.weight_decay_shift;
+  settings.sgd.max_step = options.max_step;
   settings.seed = options.seed;
   const std::string loss = options.loss.empty() ? problem.defaults.loss : options.loss;
   settings.loss = loss == "ce" ? Loss::kCrossEntropy : Loss::kMse;
