@@ -204,7 +204,7 @@ QuantizedAddPlan MakeQuantizedAddPlan(const QuantizedAddInput& lhs, const Quanti
                 "is too fine for the inputs' scales: an int32 sum holds the inputs at a unit of " +
                     Text(std::ldexp(1.0, -f)) + ", which is " + Text(output_multiplier) +
                     " output steps, more than the 2^-9 that keeps the add within 1 LSB (lhs "
-                    "scale + rhs scale must be at most about 2^13 output scales), got " +
+                    "scale + rhs scale must be at most 2^13 output scales), got " +
                     Text(output.scale) + " for lhs scale " + Text(lhs_largest) + " and rhs scale " +
                     Text(rhs_largest));
   }

@@ -51,7 +51,8 @@ struct QuantizedAddPlan {
 // finite and positive, a zero point outside its type, an unknown axis, clamp bounds outside the
 // output type or in the wrong order, and an output scale so much finer than the inputs' that
 // the alignment could not keep the bound within int32 ("output.scale": an input step of more
-// than about 2^13 output steps).
+// than 2^13 output steps: (lhs scale + rhs scale) / output scale above 2^13 may be rejected,
+// above 2^14 always is).
 QuantizedAddPlan MakeQuantizedAddPlan(const QuantizedAddInput& lhs, const QuantizedAddInput& rhs,
                                       const QuantizationParams& output,
                                       QuantizedType output_type = QuantizedType::Uint8());
