@@ -38,6 +38,16 @@ constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
 // correctly rounded sum except within 257 m of a tie.
 constexpr int kMaxOutputMultiplierLog2 = -9;
 
+// When m <= 2^-9 needs a unit so fine that 255 (A_lhs + A_rhs) leaves int32 (an input step of
+// more than 2^13 output steps), A = high 2^16 + low with low in [0, 2^16), and the add forms
+// H = sum of (q - z) high and L = sum of (q - z) low, |L| <= 510 (2^16 - 1) < 2^25. If
+// |H| >= 2^14 the sum H 2^16 + L is at least 2^30 - 2^25 in magnitude, which is more than 2^19
+// output steps since m > 2^-10 there: the output saturates to the clamp bound of H's sign, as
+// the reference does. Otherwise H 2^16 + L fits in int32 (below 2^30 + 2^25) and goes through
+// the stage as before, with the same bound. The plan needs 255 (high_lhs + high_rhs) in int32.
+constexpr int kLowBits = 16;
+constexpr std::int32_t kSaturatingHigh = 1 << 14;
+
 std::string Text(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.6g", value);
@@ -95,12 +105,28 @@ bool SumFits(double lhs_scale, double rhs_scale, int f) {
          kInt32Max;
 }
 
-std::vector<std::int32_t> AlignedMultipliers(const QuantizedAddInput& input, int f) {
-  std::vector<std::int32_t> multipliers;
+// Whether 255 (high_lhs + high_rhs) fits in int32, high = round(scale 2^f) >> low_bits.
+bool HighSumFits(double lhs_scale, double rhs_scale, int f) {
+  const double lhs = std::round(std::ldexp(lhs_scale, f));
+  const double rhs = std::round(std::ldexp(rhs_scale, f));
+  if (lhs + rhs > std::ldexp(1.0, 46)) return false;  // also keeps A exact in a double
+  return kMaxDifference * ((static_cast<std::int64_t>(lhs) >> kLowBits) +
+                           (static_cast<std::int64_t>(rhs) >> kLowBits)) <=
+         kInt32Max;
+}
+
+// A = round(scale 2^f) for each channel: whole, or split into A >> low_bits and the low bits.
+void AlignedMultipliers(const QuantizedAddInput& input, int f, int low_bits,
+                        std::vector<std::int32_t>* multipliers,
+                        std::vector<std::int32_t>* low_multipliers) {
   for (const QuantizationParams& params : input.params) {
-    multipliers.push_back(static_cast<std::int32_t>(std::round(std::ldexp(params.scale, f))));
+    const auto aligned = static_cast<std::int64_t>(std::round(std::ldexp(params.scale, f)));
+    multipliers->push_back(static_cast<std::int32_t>(aligned >> low_bits));
+    if (low_bits > 0) {
+      low_multipliers->push_back(
+          static_cast<std::int32_t>(aligned & ((std::int64_t{1} << low_bits) - 1)));
+    }
   }
-  return multipliers;
 }
 
 std::vector<std::int32_t> ZeroPoints(const QuantizedAddInput& input) {
@@ -137,6 +163,7 @@ void AddRows(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, std::
   const bool lhs_per_axis = plan.lhs_multipliers.size() > 1;
   const bool rhs_per_axis = plan.rhs_multipliers.size() > 1;
   const int right_shift = -plan.output_exponent;
+  const bool split = plan.low_bits > 0;
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t c = 0; c < cols; ++c) {
       const std::size_t lhs_channel =
@@ -144,11 +171,22 @@ void AddRows(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, std::
       const std::size_t rhs_channel =
           rhs_per_axis ? (plan.rhs_axis == ChannelAxis::kRow ? r : c) : 0;
       const std::size_t i = r * cols + c;
-      // Each product is at most 255 * A and the plan keeps 255 * (A_lhs + A_rhs) <= INT32_MAX.
-      const std::int32_t sum = (std::int32_t{lhs[i]} - plan.lhs_zero_points[lhs_channel]) *
-                                   plan.lhs_multipliers[lhs_channel] +
-                               (std::int32_t{rhs[i]} - plan.rhs_zero_points[rhs_channel]) *
-                                   plan.rhs_multipliers[rhs_channel];
+      const std::int32_t lhs_difference = std::int32_t{lhs[i]} - plan.lhs_zero_points[lhs_channel];
+      const std::int32_t rhs_difference = std::int32_t{rhs[i]} - plan.rhs_zero_points[rhs_channel];
+      // Each product is at most 255 * A (or 255 * high) and the plan keeps
+      // 255 * (A_lhs + A_rhs) (or 255 * (high_lhs + high_rhs)) <= INT32_MAX.
+      std::int32_t sum = lhs_difference * plan.lhs_multipliers[lhs_channel] +
+                         rhs_difference * plan.rhs_multipliers[rhs_channel];
+      if (split) {
+        if (sum >= kSaturatingHigh || sum <= -kSaturatingHigh) {
+          output[i] = static_cast<Output>(sum > 0 ? plan.output_max : plan.output_min);
+          continue;
+        }
+        // |sum| < 2^14: times 2^16 below 2^30, plus |low part| < 2^25.
+        sum = sum * (std::int32_t{1} << kLowBits) +
+              lhs_difference * plan.lhs_low_multipliers[lhs_channel] +
+              rhs_difference * plan.rhs_low_multipliers[rhs_channel];
+      }
       // |scaled| <= |sum| m' + 1 < 2^23: adding a zero point cannot overflow.
       const std::int32_t scaled = fixedpoint::RoundingDivideByPOT(
           fixedpoint::SaturatingRoundingDoublingHighMul(sum, plan.output_multiplier), right_shift);
@@ -198,16 +236,22 @@ QuantizedAddPlan MakeQuantizedAddPlan(const QuantizedAddInput& lhs, const Quanti
   // A unit finer than 2^-31 output steps buys nothing (the bound's 255 m is already below 2^-23)
   // and would leave QuantizeMultiplier's range.
   while (std::ldexp(1.0, -f) / output.scale < std::ldexp(1.0, -31)) --f;
-  const double output_multiplier = std::ldexp(1.0, -f) / output.scale;
-  if (!(output_multiplier <= std::ldexp(1.0, kMaxOutputMultiplierLog2))) {
-    throw Error("output.scale",
-                "is too fine for the inputs' scales: an int32 sum holds the inputs at a unit of " +
-                    Text(std::ldexp(1.0, -f)) + ", which is " + Text(output_multiplier) +
-                    " output steps, more than the 2^-9 that keeps the add within 1 LSB (lhs "
-                    "scale + rhs scale must be at most 2^13 output scales), got " +
-                    Text(output.scale) + " for lhs scale " + Text(lhs_largest) + " and rhs scale " +
-                    Text(rhs_largest));
+  const double largest_multiplier = std::ldexp(1.0, kMaxOutputMultiplierLog2);
+  int low_bits = 0;
+  if (!(std::ldexp(1.0, -f) / output.scale <= largest_multiplier)) {
+    // The unit that keeps the bound is finer than one int32 product allows: the two-part sum
+    // (kLowBits) at the coarsest unit of at most 2^-9 output steps.
+    low_bits = kLowBits;
+    while (!(std::ldexp(1.0, -f) / output.scale <= largest_multiplier)) ++f;
+    if (!HighSumFits(lhs_largest, rhs_largest, f)) {
+      throw Error("output.scale",
+                  "is too fine for the inputs' scales: lhs scale + rhs scale must be at most "
+                  "2^29 output scales for an int32 sum within 1 LSB, got " +
+                      Text(output.scale) + " for lhs scale " + Text(lhs_largest) +
+                      " and rhs scale " + Text(rhs_largest));
+    }
   }
+  const double output_multiplier = std::ldexp(1.0, -f) / output.scale;
   const FixedPointMultiplier multiplier = QuantizeMultiplier(output_multiplier);
 
   QuantizedAddPlan plan;
@@ -216,8 +260,9 @@ QuantizedAddPlan MakeQuantizedAddPlan(const QuantizedAddInput& lhs, const Quanti
   plan.output_type = output_type;
   plan.lhs_axis = lhs.axis;
   plan.rhs_axis = rhs.axis;
-  plan.lhs_multipliers = AlignedMultipliers(lhs, f);
-  plan.rhs_multipliers = AlignedMultipliers(rhs, f);
+  AlignedMultipliers(lhs, f, low_bits, &plan.lhs_multipliers, &plan.lhs_low_multipliers);
+  AlignedMultipliers(rhs, f, low_bits, &plan.rhs_multipliers, &plan.rhs_low_multipliers);
+  plan.low_bits = low_bits;
   plan.lhs_zero_points = ZeroPoints(lhs);
   plan.rhs_zero_points = ZeroPoints(rhs);
   plan.fractional_bits = f;

@@ -25,14 +25,20 @@ struct QuantizedAddInput {
 // then applied to any number of tensors without floating point. For an input x with zero point z
 // and aligned multiplier A (its scale s as A * 2^-fractional_bits), and the same for y:
 //   sum = (x - z_x) * A_x + (y - z_y) * A_y                    (int32, never overflows)
+// (when the output scale is over 2^13 times finer than the inputs', A needs more bits than one
+// int32 product holds: A = high * 2^16 + low, the sum is formed from its two halves, and a
+// high half beyond +-2^14 means a sum that saturates the output; see low_bits)
 //   out = clamp(RoundingDivideByPOT(SRDHM(sum, output_multiplier), -output_exponent)
 //               + output_zero_point, output_min, output_max)
 // The last line is OutputStageScaleInt32ByFixedPointAndExponent with a non-positive exponent.
 struct QuantizedAddPlan {
   QuantizedType lhs_type, rhs_type, output_type;
   ChannelAxis lhs_axis, rhs_axis;
-  // round(scale * 2^fractional_bits) per channel (one entry for a per-tensor input).
+  // A = round(scale * 2^fractional_bits) per channel (one entry for a per-tensor input): with
+  // low_bits 0, A itself; with low_bits 16, A >> 16 here and A's low 16 bits in low_multipliers.
   std::vector<std::int32_t> lhs_multipliers, rhs_multipliers;
+  std::vector<std::int32_t> lhs_low_multipliers, rhs_low_multipliers;  // empty for low_bits 0
+  int low_bits;
   std::vector<std::int32_t> lhs_zero_points, rhs_zero_points;
   int fractional_bits;
   // QuantizeMultiplier(2^-fractional_bits / output scale); the exponent is at most -8.
@@ -50,9 +56,8 @@ struct QuantizedAddPlan {
 // "output_min", ...) for a type whose bits are outside [2, 8], no params, a scale that is not
 // finite and positive, a zero point outside its type, an unknown axis, clamp bounds outside the
 // output type or in the wrong order, and an output scale so much finer than the inputs' that
-// the alignment could not keep the bound within int32 ("output.scale": an input step of more
-// than 2^13 output steps: (lhs scale + rhs scale) / output scale above 2^13 may be rejected,
-// above 2^14 always is).
+// even the two-part alignment could not keep the bound within int32 ("output.scale": an input
+// step of more than 2^29 output steps may be rejected, of more than 2^30 always is).
 QuantizedAddPlan MakeQuantizedAddPlan(const QuantizedAddInput& lhs, const QuantizedAddInput& rhs,
                                       const QuantizationParams& output,
                                       QuantizedType output_type = QuantizedType::Uint8());

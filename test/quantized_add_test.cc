@@ -122,14 +122,14 @@ void CheckRandomCases(int cases, std::mt19937* random, Tally* tally, int* reject
     const QuantizationParams output{std::exp2(log_scale(*random)), output_type.min() + i % 256};
     // Every fourth case fuses a ReLU: the output zero point as the lower bound.
     const std::int32_t output_min = i % 4 == 3 ? output.zero_point : output_type.min();
-    // The plan rejects an output scale so fine that an input step is more than about 2^13
-    // output steps; it must accept everything up to 2^13.
+    // The plan rejects an output scale so fine that an input step is more than 2^29 output
+    // steps, beyond this test's range; it must accept everything up to that.
     const double ratio = (lhs.scale + rhs.scale) / output.scale;
     try {
       CheckAllPairs<Lhs, Rhs, Output>(lhs, rhs, output, output_min, output_type.max(), tally);
     } catch (const Error& error) {
       EXPECT_EQ(error.argument(), "output.scale") << error.what();
-      EXPECT_GT(ratio, std::exp2(13)) << error.what();
+      EXPECT_GT(ratio, std::exp2(29)) << error.what();
       ++*rejected;
     }
     if (::testing::Test::HasFatalFailure()) return;
@@ -177,7 +177,8 @@ TEST(QuantizedAddTest, ComparableScalesAreAlmostAlwaysExact) {
   EXPECT_GT(exact, 0.999);
 }
 
-// The largest |sum| the plan allows, 255 (A_lhs + A_rhs), fits in int32 for every plan.
+// The largest |sum| the plan allows, 255 (A_lhs + A_rhs), fits in int32 for every plan (for a
+// split plan, the same of the high parts, with which the add starts).
 void ExpectSumFits(const QuantizedAddPlan& plan) {
   const std::int64_t lhs =
       *std::max_element(plan.lhs_multipliers.begin(), plan.lhs_multipliers.end());
@@ -193,11 +194,11 @@ void ExpectSumFits(const QuantizedAddPlan& plan) {
 TEST(QuantizedAddTest, ExtremesDoNotOverflow) {
   const std::vector<double> scales = {std::exp2(-60), std::exp2(-20), 0.37, 1.0,
                                       std::exp2(4),   std::exp2(40)};
-  int checked = 0;
+  int checked = 0, split = 0, rejected = 0;
   for (double lhs_scale : scales) {
     for (double rhs_scale : scales) {
       // From far too fine (rejected) to coarse, in quarter octaves.
-      for (int quarter = -4 * 20; quarter <= 4 * 20; ++quarter) {
+      for (int quarter = -4 * 32; quarter <= 4 * 20; ++quarter) {
         const double output_scale = (lhs_scale + rhs_scale) * std::exp2(quarter / 4.0);
         for (std::int32_t lhs_zero : {0, 255}) {
           for (std::int32_t rhs_zero : {-128, 127}) {
@@ -211,10 +212,12 @@ TEST(QuantizedAddTest, ExtremesDoNotOverflow) {
                                             output, QuantizedType::Int8());
               } catch (const Error& error) {
                 ASSERT_EQ(error.argument(), "output.scale");
-                ASSERT_GT((lhs_scale + rhs_scale) / output_scale, std::exp2(13));
+                ASSERT_GT((lhs_scale + rhs_scale) / output_scale, std::exp2(29));
+                ++rejected;
                 continue;
               }
               ExpectSumFits(plan);
+              split += plan.low_bits > 0;
               const std::vector<std::uint8_t> lhs_data = {0, 0, 255, 255, 0, 255};
               const std::vector<std::int8_t> rhs_data = {-128, 127, -128, 127, 0, 0};
               std::vector<std::int8_t> result(lhs_data.size());
@@ -233,6 +236,19 @@ TEST(QuantizedAddTest, ExtremesDoNotOverflow) {
     }
   }
   EXPECT_GT(checked, 10000);
+  EXPECT_GT(split, 1000);
+  EXPECT_GT(rejected, 100);
+}
+
+// Inputs at nearly equal coarse scales and an output scale 2^20 times finer: most sums saturate,
+// and the near cancellations in between need the two-part sum's precision.
+TEST(QuantizedAddTest, FineOutputScaleNearCancellation) {
+  Tally tally;
+  CheckAllPairs<std::uint8_t, std::int8_t, std::int8_t>(
+      {12.0, 128}, {12.0 * (1 + 1e-6), 0}, {12.0 * std::exp2(-20), 0}, -128, 127, &tally);
+  CheckAllPairs<std::int8_t, std::int8_t, std::uint8_t>({3.0, -3}, {-3.0 / -7.0001, 5},
+                                                        {std::exp2(-18), 100}, 0, 255, &tally);
+  EXPECT_LE(tally.worst, 1);
 }
 
 // A per-axis input whose channels share one scale and zero point gives the per-tensor bits;
@@ -370,7 +386,7 @@ TEST(QuantizedAddTest, BadArgumentsAreNamed) {
   ExpectError([&] { MakeQuantizedAddPlan(good, good, output, QuantizedType::Uint8(), 9, 8); },
               "output_min");
   // A ratio of scales the int32 alignment cannot hold within the bound.
-  ExpectError([&] { MakeQuantizedAddPlan(good, good, {0.5 * std::exp2(-20), 0}); }, "output.scale");
+  ExpectError([&] { MakeQuantizedAddPlan(good, good, {std::exp2(-31), 0}); }, "output.scale");
 
   // The add.
   const QuantizedAddPlan plan = MakeQuantizedAddPlan(good, good, output);
