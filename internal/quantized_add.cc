@@ -60,9 +60,12 @@ void CheckType(const QuantizedType& type, const std::string& name) {
   }
 }
 
+// Subnormal scales are rejected as ChooseQuantizationParams never gives them: 2^-f, the sum's
+// unit, must stay exact in a double for every f the plan may take.
 void CheckScale(double scale, const std::string& name) {
-  if (!std::isfinite(scale) || scale <= 0) {
-    throw Error(name, "must be finite and positive, got " + Text(scale));
+  if (!std::isfinite(scale) || scale < std::numeric_limits<double>::min()) {
+    throw Error(
+        name, "must be finite and at least DBL_MIN (positive, not subnormal), got " + Text(scale));
   }
 }
 
@@ -230,8 +233,9 @@ QuantizedAddPlan MakeQuantizedAddPlan(const QuantizedAddInput& lhs, const Quanti
   // f: the finest common unit 2^-f of the sum such that the sum fits in int32 (design section 8
   // aligns both inputs to the finer f; here the coarser input gets as many mantissa bits as
   // int32 leaves, because the output scale may be far finer than the inputs'). 2^f is near
-  // 2^31 / (255 (lhs + rhs)); start above and step down.
-  int f = 31 - std::ilogb(lhs_largest + rhs_largest) - 7;
+  // 2^31 / (255 (lhs + rhs)) <= 2^23 / max(lhs, rhs); start above and step down (from the
+  // larger scale, as lhs + rhs may overflow to infinity).
+  int f = 24 - std::ilogb(std::max(lhs_largest, rhs_largest));
   while (!SumFits(lhs_largest, rhs_largest, f)) --f;
   // A unit finer than 2^-31 output steps buys nothing (the bound's 255 m is already below 2^-23)
   // and would leave QuantizeMultiplier's range.

@@ -54,10 +54,11 @@ struct QuantizedAddPlan {
 // "Adding tensors at different scales", for the bound and the range of scales it covers.
 // Throws lowbit::Error naming the argument ("lhs.params[2].scale", "output.zero_point",
 // "output_min", ...) for a type whose bits are outside [2, 8], no params, a scale that is not
-// finite and positive, a zero point outside its type, an unknown axis, clamp bounds outside the
-// output type or in the wrong order, and an output scale so much finer than the inputs' that
-// even the two-part alignment could not keep the bound within int32 ("output.scale": an input
-// step of more than 2^29 output steps may be rejected, of more than 2^30 always is).
+// finite or is below DBL_MIN (zero, negative, subnormal), a zero point outside its type, an unknown
+// axis, clamp bounds outside the output type or in the wrong order, and an output scale so much
+// finer than the inputs' that even the two-part alignment could not keep the bound within int32
+// ("output.scale": an input step of more than 2^29 output steps may be rejected, of more than 2^30
+// always is).
 QuantizedAddPlan MakeQuantizedAddPlan(const QuantizedAddInput& lhs, const QuantizedAddInput& rhs,
                                       const QuantizationParams& output,
                                       QuantizedType output_type = QuantizedType::Uint8());

@@ -39,15 +39,16 @@ QuantizedAddInput PerTensor(QuantizedType type, double scale, std::int32_t zero_
   return {type, {{scale, zero_point}}, ChannelAxis::kRow};
 }
 
-// clamp(round((real lhs + real rhs) / output scale) + output zero point), in double.
+// clamp(round((real lhs + real rhs) / output scale) + output zero point), in double (each
+// scale divided by the output's first, so that scales near DBL_MAX do not overflow).
 std::int32_t Reference(std::int32_t lhs, const QuantizationParams& lhs_params, std::int32_t rhs,
                        const QuantizationParams& rhs_params, const QuantizationParams& output,
                        std::int32_t output_min, std::int32_t output_max) {
-  const double real = lhs_params.scale * (lhs - lhs_params.zero_point) +
-                      rhs_params.scale * (rhs - rhs_params.zero_point);
-  const double steps = std::round(real / output.scale) + output.zero_point;
+  const double steps = lhs_params.scale / output.scale * (lhs - lhs_params.zero_point) +
+                       rhs_params.scale / output.scale * (rhs - rhs_params.zero_point);
+  const double result = std::round(steps) + output.zero_point;
   return static_cast<std::int32_t>(
-      std::min<double>(std::max<double>(steps, output_min), output_max));
+      std::min<double>(std::max<double>(result, output_min), output_max));
 }
 
 // Every value of a type, in its storage type.
@@ -240,6 +241,35 @@ TEST(QuantizedAddTest, ExtremesDoNotOverflow) {
   EXPECT_GT(rejected, 100);
 }
 
+// Scales at the ends of the double range are accepted or rejected, never undefined.
+TEST(QuantizedAddTest, ScalesAtTheEndsOfTheDoubleRange) {
+  const double huge = std::numeric_limits<double>::max();
+  const double tiny = std::numeric_limits<double>::min();
+  for (double lhs : {huge, 1.0, tiny}) {
+    for (double rhs : {huge, 1.0, tiny}) {
+      for (double output : {huge, 1.0, tiny}) {
+        try {
+          const QuantizedAddPlan plan =
+              MakeQuantizedAddPlan(PerTensor(QuantizedType::Uint8(), lhs, 0),
+                                   PerTensor(QuantizedType::Uint8(), rhs, 0), {output, 0});
+          const std::vector<std::uint8_t> data = {0, 1, 255};
+          std::vector<std::uint8_t> result(3);
+          QuantizedAdd(plan, data.data(), data.data(), data.size(), result.data());
+          for (std::size_t i = 0; i < data.size(); ++i) {
+            EXPECT_LE(std::abs(result[i] - Reference(data[i], {lhs, 0}, data[i], {rhs, 0},
+                                                     {output, 0}, 0, 255)),
+                      1)
+                << lhs << " " << rhs << " " << output << " entry " << i;
+          }
+        } catch (const Error& error) {
+          EXPECT_EQ(error.argument(), "output.scale") << lhs << " " << rhs << " " << output;
+          EXPECT_GT((lhs + rhs) / output, std::exp2(29));
+        }
+      }
+    }
+  }
+}
+
 // Inputs at nearly equal coarse scales and an output scale 2^20 times finer: most sums saturate,
 // and the near cancellations in between need the two-part sum's precision.
 TEST(QuantizedAddTest, FineOutputScaleNearCancellation) {
@@ -358,6 +388,9 @@ TEST(QuantizedAddTest, BadArgumentsAreNamed) {
       "rhs.params[2].scale");
   ExpectError(
       [&] { MakeQuantizedAddPlan(good, PerTensor(QuantizedType::Uint8(), HUGE_VAL, 3), output); },
+      "rhs.params[0].scale");
+  ExpectError(
+      [&] { MakeQuantizedAddPlan(good, PerTensor(QuantizedType::Uint8(), 1e-310, 3), output); },
       "rhs.params[0].scale");
   ExpectError(
       [&] { MakeQuantizedAddPlan(PerTensor(QuantizedType::Int8(), 0.5, 128), good, output); },
