@@ -25,12 +25,12 @@ struct QuantizedAddInput {
 // then applied to any number of tensors without floating point. For an input x with zero point z
 // and aligned multiplier A (its scale s as A * 2^-fractional_bits), and the same for y:
 //   sum = (x - z_x) * A_x + (y - z_y) * A_y                    (int32, never overflows)
-// (when the output scale is over 2^13 times finer than the inputs', A needs more bits than one
-// int32 product holds: A = high * 2^16 + low, the sum is formed from its two halves, and a
-// high half beyond +-2^14 means a sum that saturates the output; see low_bits)
 //   out = clamp(RoundingDivideByPOT(SRDHM(sum, output_multiplier), -output_exponent)
 //               + output_zero_point, output_min, output_max)
 // The last line is OutputStageScaleInt32ByFixedPointAndExponent with a non-positive exponent.
+// When the output scale is over 2^13 times finer than the inputs', A needs more bits than one
+// int32 product holds: A = high * 2^16 + low (low_bits 16), the sum is formed from the two
+// halves, and a high half's sum beyond +-2^14 means a sum that saturates the output.
 struct QuantizedAddPlan {
   QuantizedType lhs_type, rhs_type, output_type;
   ChannelAxis lhs_axis, rhs_axis;
