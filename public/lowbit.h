@@ -12,5 +12,6 @@
 #include "public/output_stages.h"
 #include "public/prepacked.h"
 #include "public/quantization.h"
+#include "public/quantized_add.h"
 
 #endif  // LOWBIT_PUBLIC_LOWBIT_H_

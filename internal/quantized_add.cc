@@ -1,0 +1,322 @@
+// The quantized add of public/quantized_add.h: the plan is derived in double once, the add runs
+// on integers only (the scalar SRDHM and RoundingDivideByPOT of fixedpoint/, as the stages).
+#include "public/quantized_add.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "fixedpoint/fixedpoint.h"
+#include "public/error.h"
+
+namespace lowbit {
+namespace {
+
+// |q - zero_point| <= 255 for any q and zero point of a type of at most 8 bits: the largest
+// factor an aligned multiplier is ever multiplied by.
+constexpr std::int64_t kMaxDifference = 255;
+constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
+
+// Error bound (doc/quantization.md, "Adding tensors at different scales"). Write m for the
+// real 2^-f / output scale (f = fractional_bits), y for the exact real sum in output steps,
+// and r for the integer the stage computes before the output zero point and the clamp:
+// - each aligned multiplier A = round(s * 2^f) is within 1/2 of s * 2^f, so the integer sum
+//   times m is within (|dx| + |dy|) / 2 * m <= 255 m of y;
+// - QuantizeMultiplier's m' is within m 2^-31 of m, and |sum| < 2^31: at most m more;
+// - the SRDHM rounds by 1/2 of its unit, which the right shift by k = -exponent makes 2^(-k-1)
+//   output steps, at most m' (m' >= 2^30 2^(-31-k)); the final shift rounds by 1/2.
+// So |r - y| <= 1/2 + 257 m (with m' <= m (1 + 2^-31)), and |r - round(y)| <= 1 + 257 m, an
+// integer below 2 when m < 1/257: within 1 LSB of the correctly rounded sum; the clamp,
+// monotone, keeps that. The plan requires m <= 2^-9 (257 m <= 0.502), and usually m is far
+// smaller (about 2^-22 (lhs scale + rhs scale) / output scale), so the result is then the
+// correctly rounded sum except within 257 m of a tie.
+constexpr int kMaxOutputMultiplierLog2 = -9;
+
+// When m <= 2^-9 needs a unit so fine that 255 (A_lhs + A_rhs) leaves int32 (an input step of
+// more than 2^13 output steps), A = high 2^16 + low with low in [0, 2^16), and the add forms
+// H = sum of (q - z) high and L = sum of (q - z) low, |L| <= 510 (2^16 - 1) < 2^25. If
+// |H| >= 2^14 the sum H 2^16 + L is at least 2^30 - 2^25 in magnitude, which is more than 2^19
+// output steps since m > 2^-10 there: the output saturates to the clamp bound of H's sign, as
+// the reference does. Otherwise H 2^16 + L fits in int32 (below 2^30 + 2^25) and goes through
+// the stage as before, with the same bound. The plan needs 255 (high_lhs + high_rhs) in int32.
+constexpr int kLowBits = 16;
+constexpr std::int32_t kSaturatingHigh = 1 << 14;
+
+std::string Text(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.6g", value);
+  return buffer;
+}
+
+void CheckType(const QuantizedType& type, const std::string& name) {
+  if (type.bits < 2 || type.bits > 8) {
+    throw Error(name + ".bits", "must be in [2, 8], got " + std::to_string(type.bits));
+  }
+}
+
+// Subnormal scales are rejected as ChooseQuantizationParams never gives them: 2^-f, the sum's
+// unit, must stay exact in a double for every f the plan may take.
+void CheckScale(double scale, const std::string& name) {
+  if (!std::isfinite(scale) || scale < std::numeric_limits<double>::min()) {
+    throw Error(
+        name, "must be finite and at least DBL_MIN (positive, not subnormal), got " + Text(scale));
+  }
+}
+
+void CheckZeroPoint(std::int32_t zero_point, const QuantizedType& type, const std::string& name) {
+  if (zero_point < type.min() || zero_point > type.max()) {
+    throw Error(name, "must be in [" + std::to_string(type.min()) + ", " +
+                          std::to_string(type.max()) + "], got " + std::to_string(zero_point));
+  }
+}
+
+// Checks one input and returns its largest scale.
+double CheckInput(const QuantizedAddInput& input, const std::string& name) {
+  CheckType(input.type, name + ".type");
+  if (input.params.empty()) {
+    throw Error(name + ".params", "must have one entry (per-tensor) or one per channel, got none");
+  }
+  if (input.axis != ChannelAxis::kRow && input.axis != ChannelAxis::kCol) {
+    throw Error(name + ".axis", "must be ChannelAxis::kRow or kCol, got " +
+                                    std::to_string(static_cast<int>(input.axis)));
+  }
+  double largest = 0;
+  for (std::size_t c = 0; c < input.params.size(); ++c) {
+    const std::string entry = name + ".params[" + std::to_string(c) + "]";
+    CheckScale(input.params[c].scale, entry + ".scale");
+    CheckZeroPoint(input.params[c].zero_point, input.type, entry + ".zero_point");
+    largest = std::max(largest, input.params[c].scale);
+  }
+  return largest;
+}
+
+// Whether 255 * (round(lhs_scale 2^f) + round(rhs_scale 2^f)) fits in int32: the largest
+// |sum| of the add, for the largest scale of each input.
+bool SumFits(double lhs_scale, double rhs_scale, int f) {
+  const double lhs = std::round(std::ldexp(lhs_scale, f));
+  const double rhs = std::round(std::ldexp(rhs_scale, f));
+  // Both are below 2^32 when this is asked with a sensible f; compare in double first so that
+  // a huge value does not overflow the conversion.
+  if (lhs + rhs > 1e12) return false;
+  return kMaxDifference * (static_cast<std::int64_t>(lhs) + static_cast<std::int64_t>(rhs)) <=
+         kInt32Max;
+}
+
+// Whether 255 (high_lhs + high_rhs) fits in int32, high = round(scale 2^f) >> low_bits.
+bool HighSumFits(double lhs_scale, double rhs_scale, int f) {
+  const double lhs = std::round(std::ldexp(lhs_scale, f));
+  const double rhs = std::round(std::ldexp(rhs_scale, f));
+  if (lhs + rhs > std::ldexp(1.0, 46)) return false;  // also keeps A exact in a double
+  return kMaxDifference * ((static_cast<std::int64_t>(lhs) >> kLowBits) +
+                           (static_cast<std::int64_t>(rhs) >> kLowBits)) <=
+         kInt32Max;
+}
+
+// A = round(scale 2^f) for each channel: whole, or split into A >> low_bits and the low bits.
+void AlignedMultipliers(const QuantizedAddInput& input, int f, int low_bits,
+                        std::vector<std::int32_t>* multipliers,
+                        std::vector<std::int32_t>* low_multipliers) {
+  for (const QuantizationParams& params : input.params) {
+    const auto aligned = static_cast<std::int64_t>(std::round(std::ldexp(params.scale, f)));
+    multipliers->push_back(static_cast<std::int32_t>(aligned >> low_bits));
+    if (low_bits > 0) {
+      low_multipliers->push_back(
+          static_cast<std::int32_t>(aligned & ((std::int64_t{1} << low_bits) - 1)));
+    }
+  }
+}
+
+std::vector<std::int32_t> ZeroPoints(const QuantizedAddInput& input) {
+  std::vector<std::int32_t> zero_points;
+  for (const QuantizationParams& params : input.params) zero_points.push_back(params.zero_point);
+  return zero_points;
+}
+
+template <typename Data>
+void CheckData(const Data* data, std::size_t size, const QuantizedType& type, const char* name) {
+  if (data == nullptr && size > 0) {
+    throw Error(name, "must not be null for " + std::to_string(size) + " entries");
+  }
+  if (type.is_signed != std::is_signed<Data>::value) {
+    throw Error(name, type.is_signed ? "must be int8_t data: the plan's type is signed"
+                                     : "must be uint8_t data: the plan's type is unsigned");
+  }
+}
+
+void CheckChannels(std::size_t channels, ChannelAxis axis, int rows, int cols, const char* name) {
+  if (channels == 1) return;  // per-tensor: any shape
+  const int expected = axis == ChannelAxis::kRow ? rows : cols;
+  if (channels != static_cast<std::size_t>(expected)) {
+    throw Error(name, "has " + std::to_string(channels) + " channels, must have one per " +
+                          (axis == ChannelAxis::kRow ? "row (" : "column (") +
+                          std::to_string(expected) + ") or one for the whole tensor");
+  }
+}
+
+// The add, integers only. Per-tensor inputs use channel 0 throughout.
+template <typename Lhs, typename Rhs, typename Output>
+void AddRows(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, std::size_t rows,
+             std::size_t cols, Output* output) {
+  const bool lhs_per_axis = plan.lhs_multipliers.size() > 1;
+  const bool rhs_per_axis = plan.rhs_multipliers.size() > 1;
+  const int right_shift = -plan.output_exponent;
+  const bool split = plan.low_bits > 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t c = 0; c < cols; ++c) {
+      const std::size_t lhs_channel =
+          lhs_per_axis ? (plan.lhs_axis == ChannelAxis::kRow ? r : c) : 0;
+      const std::size_t rhs_channel =
+          rhs_per_axis ? (plan.rhs_axis == ChannelAxis::kRow ? r : c) : 0;
+      const std::size_t i = r * cols + c;
+      const std::int32_t lhs_difference = std::int32_t{lhs[i]} - plan.lhs_zero_points[lhs_channel];
+      const std::int32_t rhs_difference = std::int32_t{rhs[i]} - plan.rhs_zero_points[rhs_channel];
+      // Each product is at most 255 * A (or 255 * high) and the plan keeps
+      // 255 * (A_lhs + A_rhs) (or 255 * (high_lhs + high_rhs)) <= INT32_MAX.
+      std::int32_t sum = lhs_difference * plan.lhs_multipliers[lhs_channel] +
+                         rhs_difference * plan.rhs_multipliers[rhs_channel];
+      if (split) {
+        if (sum >= kSaturatingHigh || sum <= -kSaturatingHigh) {
+          output[i] = static_cast<Output>(sum > 0 ? plan.output_max : plan.output_min);
+          continue;
+        }
+        // |sum| < 2^14: times 2^16 below 2^30, plus |low part| < 2^25.
+        sum = sum * (std::int32_t{1} << kLowBits) +
+              lhs_difference * plan.lhs_low_multipliers[lhs_channel] +
+              rhs_difference * plan.rhs_low_multipliers[rhs_channel];
+      }
+      // |scaled| <= |sum| m' + 1 < 2^23: adding a zero point cannot overflow.
+      const std::int32_t scaled = fixedpoint::RoundingDivideByPOT(
+          fixedpoint::SaturatingRoundingDoublingHighMul(sum, plan.output_multiplier), right_shift);
+      output[i] = static_cast<Output>(
+          std::min(std::max(scaled + plan.output_zero_point, plan.output_min), plan.output_max));
+    }
+  }
+}
+
+template <typename Lhs, typename Rhs, typename Output>
+void CheckBuffers(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, std::size_t size,
+                  Output* output) {
+  CheckData(lhs, size, plan.lhs_type, "lhs");
+  CheckData(rhs, size, plan.rhs_type, "rhs");
+  CheckData(output, size, plan.output_type, "output");
+}
+
+}  // namespace
+
+QuantizedAddPlan MakeQuantizedAddPlan(const QuantizedAddInput& lhs, const QuantizedAddInput& rhs,
+                                      const QuantizationParams& output, QuantizedType output_type) {
+  CheckType(output_type, "output_type");
+  return MakeQuantizedAddPlan(lhs, rhs, output, output_type, output_type.min(), output_type.max());
+}
+
+QuantizedAddPlan MakeQuantizedAddPlan(const QuantizedAddInput& lhs, const QuantizedAddInput& rhs,
+                                      const QuantizationParams& output, QuantizedType output_type,
+                                      std::int32_t output_min, std::int32_t output_max) {
+  // The plan is derived in double; the add that uses it is integers only.
+  const double lhs_largest = CheckInput(lhs, "lhs");
+  const double rhs_largest = CheckInput(rhs, "rhs");
+  CheckType(output_type, "output_type");
+  CheckScale(output.scale, "output.scale");
+  CheckZeroPoint(output.zero_point, output_type, "output.zero_point");
+  CheckZeroPoint(output_min, output_type, "output_min");
+  CheckZeroPoint(output_max, output_type, "output_max");
+  if (output_min > output_max) {
+    throw Error("output_min", "must not exceed output_max (" + std::to_string(output_max) +
+                                  "), got " + std::to_string(output_min));
+  }
+  // f: the finest common unit 2^-f of the sum such that the sum fits in int32 (design section 8
+  // aligns both inputs to the finer f; here the coarser input gets as many mantissa bits as
+  // int32 leaves, because the output scale may be far finer than the inputs'). 2^f is near
+  // 2^31 / (255 (lhs + rhs)) <= 2^23 / max(lhs, rhs); start above and step down (from the
+  // larger scale, as lhs + rhs may overflow to infinity).
+  int f = 24 - std::ilogb(std::max(lhs_largest, rhs_largest));
+  while (!SumFits(lhs_largest, rhs_largest, f)) --f;
+  // A unit finer than 2^-31 output steps buys nothing (the bound's 255 m is already below 2^-23)
+  // and would leave QuantizeMultiplier's range.
+  while (std::ldexp(1.0, -f) / output.scale < std::ldexp(1.0, -31)) --f;
+  const double largest_multiplier = std::ldexp(1.0, kMaxOutputMultiplierLog2);
+  int low_bits = 0;
+  if (!(std::ldexp(1.0, -f) / output.scale <= largest_multiplier)) {
+    // The unit that keeps the bound is finer than one int32 product allows: the two-part sum
+    // (kLowBits) at the coarsest unit of at most 2^-9 output steps.
+    low_bits = kLowBits;
+    while (!(std::ldexp(1.0, -f) / output.scale <= largest_multiplier)) ++f;
+    if (!HighSumFits(lhs_largest, rhs_largest, f)) {
+      throw Error("output.scale",
+                  "is too fine for the inputs' scales: lhs scale + rhs scale must be at most "
+                  "2^29 output scales for an int32 sum within 1 LSB, got " +
+                      Text(output.scale) + " for lhs scale " + Text(lhs_largest) +
+                      " and rhs scale " + Text(rhs_largest));
+    }
+  }
+  const double output_multiplier = std::ldexp(1.0, -f) / output.scale;
+  const FixedPointMultiplier multiplier = QuantizeMultiplier(output_multiplier);
+
+  QuantizedAddPlan plan;
+  plan.lhs_type = lhs.type;
+  plan.rhs_type = rhs.type;
+  plan.output_type = output_type;
+  plan.lhs_axis = lhs.axis;
+  plan.rhs_axis = rhs.axis;
+  AlignedMultipliers(lhs, f, low_bits, &plan.lhs_multipliers, &plan.lhs_low_multipliers);
+  AlignedMultipliers(rhs, f, low_bits, &plan.rhs_multipliers, &plan.rhs_low_multipliers);
+  plan.low_bits = low_bits;
+  plan.lhs_zero_points = ZeroPoints(lhs);
+  plan.rhs_zero_points = ZeroPoints(rhs);
+  plan.fractional_bits = f;
+  plan.output_multiplier = multiplier.multiplier;
+  plan.output_exponent = multiplier.exponent;
+  plan.output_zero_point = output.zero_point;
+  plan.output_min = output_min;
+  plan.output_max = output_max;
+  return plan;
+}
+
+template <typename Lhs, typename Rhs, typename Output>
+void QuantizedAdd(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, int rows, int cols,
+                  Output* output) {
+  if (rows < 0) throw Error("rows", "must not be negative, got " + std::to_string(rows));
+  if (cols < 0) throw Error("cols", "must not be negative, got " + std::to_string(cols));
+  const std::size_t size = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
+  CheckBuffers(plan, lhs, rhs, size, output);
+  CheckChannels(plan.lhs_multipliers.size(), plan.lhs_axis, rows, cols, "lhs");
+  CheckChannels(plan.rhs_multipliers.size(), plan.rhs_axis, rows, cols, "rhs");
+  AddRows(plan, lhs, rhs, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols), output);
+}
+
+template <typename Lhs, typename Rhs, typename Output>
+void QuantizedAdd(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, std::size_t count,
+                  Output* output) {
+  CheckBuffers(plan, lhs, rhs, count, output);
+  if (plan.lhs_multipliers.size() != 1) {
+    throw Error("lhs", "is per-axis in the plan: pass rows and cols, not a flat count");
+  }
+  if (plan.rhs_multipliers.size() != 1) {
+    throw Error("rhs", "is per-axis in the plan: pass rows and cols, not a flat count");
+  }
+  AddRows(plan, lhs, rhs, 1, count, output);
+}
+
+// The eight combinations of uint8_t and int8_t.
+#define LOWBIT_INSTANTIATE_QUANTIZED_ADD(Lhs, Rhs, Output)                                      \
+  template void QuantizedAdd<Lhs, Rhs, Output>(const QuantizedAddPlan&, const Lhs*, const Rhs*, \
+                                               int, int, Output*);                              \
+  template void QuantizedAdd<Lhs, Rhs, Output>(const QuantizedAddPlan&, const Lhs*, const Rhs*, \
+                                               std::size_t, Output*);
+LOWBIT_INSTANTIATE_QUANTIZED_ADD(std::uint8_t, std::uint8_t, std::uint8_t)
+LOWBIT_INSTANTIATE_QUANTIZED_ADD(std::uint8_t, std::uint8_t, std::int8_t)
+LOWBIT_INSTANTIATE_QUANTIZED_ADD(std::uint8_t, std::int8_t, std::uint8_t)
+LOWBIT_INSTANTIATE_QUANTIZED_ADD(std::uint8_t, std::int8_t, std::int8_t)
+LOWBIT_INSTANTIATE_QUANTIZED_ADD(std::int8_t, std::uint8_t, std::uint8_t)
+LOWBIT_INSTANTIATE_QUANTIZED_ADD(std::int8_t, std::uint8_t, std::int8_t)
+LOWBIT_INSTANTIATE_QUANTIZED_ADD(std::int8_t, std::int8_t, std::uint8_t)
+LOWBIT_INSTANTIATE_QUANTIZED_ADD(std::int8_t, std::int8_t, std::int8_t)
+#undef LOWBIT_INSTANTIATE_QUANTIZED_ADD
+
+}  // namespace lowbit
