@@ -11,29 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "internal/quantization_checks.h"
 #include "public/error.h"
 
 namespace lowbit {
 namespace {
 
-// A double as short as it can be and still read back exactly, for error messages ("1e-12").
-std::string Text(double value) {
-  for (int precision : {6, 15, 17}) {
-    std::ostringstream stream;
-    stream.precision(precision);
-    stream << value;
-    if (precision == 17 || std::strtod(stream.str().c_str(), nullptr) == value) {
-      return stream.str();
-    }
-  }
-  return {};
-}
-
-void CheckType(const QuantizedType& type, const char* name) {
-  if (type.bits < 2 || type.bits > 8) {
-    throw Error(std::string(name) + ".bits", "must be in [2, 8], got " + std::to_string(type.bits));
-  }
-}
+using internal::CheckPointer;
+using internal::CheckType;
+using internal::CheckZeroPoint;
+using internal::Text;
 
 void CheckFinite(double value, const std::string& name) {
   if (!std::isfinite(value)) throw Error(name, "must be finite, got " + Text(value));
@@ -117,17 +104,7 @@ void CheckParams(const QuantizationParams& params, const QuantizedType& type, bo
   if (!std::isfinite(params.scale) || params.scale <= 0) {
     throw Error("params.scale", "must be finite and positive, got " + Text(params.scale));
   }
-  if (check_type && (params.zero_point < type.min() || params.zero_point > type.max())) {
-    throw Error("params.zero_point", "must be in [" + std::to_string(type.min()) + ", " +
-                                         std::to_string(type.max()) + "], got " +
-                                         std::to_string(params.zero_point));
-  }
-}
-
-void CheckPointer(const void* pointer, std::size_t count, const char* name) {
-  if (pointer == nullptr && count > 0) {
-    throw Error(name, "must not be null for a count of " + std::to_string(count));
-  }
+  if (check_type) CheckZeroPoint(params.zero_point, type, "params.zero_point");
 }
 
 template <typename Quantized>
@@ -244,4 +221,38 @@ void Dequantize(const std::int8_t* quantized, std::size_t count, const Quantizat
   DequantizeImpl(quantized, count, params, values);
 }
 
+namespace internal {
+
+std::string Text(double value) {
+  for (int precision : {6, 15, 17}) {
+    std::ostringstream stream;
+    stream.precision(precision);
+    stream << value;
+    if (precision == 17 || std::strtod(stream.str().c_str(), nullptr) == value) {
+      return stream.str();
+    }
+  }
+  return {};
+}
+
+void CheckType(const QuantizedType& type, const std::string& name) {
+  if (type.bits < 2 || type.bits > 8) {
+    throw Error(name + ".bits", "must be in [2, 8], got " + std::to_string(type.bits));
+  }
+}
+
+void CheckZeroPoint(std::int32_t zero_point, const QuantizedType& type, const std::string& name) {
+  if (zero_point < type.min() || zero_point > type.max()) {
+    throw Error(name, "must be in [" + std::to_string(type.min()) + ", " +
+                          std::to_string(type.max()) + "], got " + std::to_string(zero_point));
+  }
+}
+
+void CheckPointer(const void* pointer, std::size_t count, const std::string& name) {
+  if (pointer == nullptr && count > 0) {
+    throw Error(name, "must not be null for a count of " + std::to_string(count));
+  }
+}
+
+}  // namespace internal
 }  // namespace lowbit

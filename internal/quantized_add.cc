@@ -1,18 +1,19 @@
 // The quantized add of public/quantized_add.h: the plan is derived in double once, the add runs
-// on integers only (the scalar SRDHM and RoundingDivideByPOT of fixedpoint/, as the stages).
+// on integers only (fixedpoint::QuantizeDownScale, the SRDHM and RoundingDivideByPOT of the
+// stages).
 #include "public/quantized_add.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "fixedpoint/fixedpoint.h"
+#include "internal/quantization_checks.h"
 #include "public/error.h"
 
 namespace lowbit {
@@ -48,17 +49,10 @@ constexpr int kMaxOutputMultiplierLog2 = -9;
 constexpr int kLowBits = 16;
 constexpr std::int32_t kSaturatingHigh = 1 << 14;
 
-std::string Text(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.6g", value);
-  return buffer;
-}
-
-void CheckType(const QuantizedType& type, const std::string& name) {
-  if (type.bits < 2 || type.bits > 8) {
-    throw Error(name + ".bits", "must be in [2, 8], got " + std::to_string(type.bits));
-  }
-}
+using internal::CheckPointer;
+using internal::CheckType;
+using internal::CheckZeroPoint;
+using internal::Text;
 
 // Subnormal scales are rejected as ChooseQuantizationParams never gives them: 2^-f, the sum's
 // unit, must stay exact in a double for every f the plan may take.
@@ -66,13 +60,6 @@ void CheckScale(double scale, const std::string& name) {
   if (!std::isfinite(scale) || scale < std::numeric_limits<double>::min()) {
     throw Error(
         name, "must be finite and at least DBL_MIN (positive, not subnormal), got " + Text(scale));
-  }
-}
-
-void CheckZeroPoint(std::int32_t zero_point, const QuantizedType& type, const std::string& name) {
-  if (zero_point < type.min() || zero_point > type.max()) {
-    throw Error(name, "must be in [" + std::to_string(type.min()) + ", " +
-                          std::to_string(type.max()) + "], got " + std::to_string(zero_point));
   }
 }
 
@@ -140,9 +127,7 @@ std::vector<std::int32_t> ZeroPoints(const QuantizedAddInput& input) {
 
 template <typename Data>
 void CheckData(const Data* data, std::size_t size, const QuantizedType& type, const char* name) {
-  if (data == nullptr && size > 0) {
-    throw Error(name, "must not be null for " + std::to_string(size) + " entries");
-  }
+  CheckPointer(data, size, name);
   if (type.is_signed != std::is_signed<Data>::value) {
     throw Error(name, type.is_signed ? "must be int8_t data: the plan's type is signed"
                                      : "must be uint8_t data: the plan's type is unsigned");
@@ -165,7 +150,9 @@ void AddRows(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, std::
              std::size_t cols, Output* output) {
   const bool lhs_per_axis = plan.lhs_multipliers.size() > 1;
   const bool rhs_per_axis = plan.rhs_multipliers.size() > 1;
-  const int right_shift = -plan.output_exponent;
+  // The plan keeps the output multiplier below 1 (m <= 2^-9): a right shift only.
+  const fixedpoint::QuantizeDownScale<std::int32_t> scale(
+      plan.output_multiplier, -plan.output_exponent, plan.output_zero_point);
   const bool split = plan.low_bits > 0;
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t c = 0; c < cols; ++c) {
@@ -190,11 +177,9 @@ void AddRows(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, std::
               lhs_difference * plan.lhs_low_multipliers[lhs_channel] +
               rhs_difference * plan.rhs_low_multipliers[rhs_channel];
       }
-      // |scaled| <= |sum| m' + 1 < 2^23: adding a zero point cannot overflow.
-      const std::int32_t scaled = fixedpoint::RoundingDivideByPOT(
-          fixedpoint::SaturatingRoundingDoublingHighMul(sum, plan.output_multiplier), right_shift);
-      output[i] = static_cast<Output>(
-          std::min(std::max(scaled + plan.output_zero_point, plan.output_min), plan.output_max));
+      // |scaled| <= |sum| m' + 1 < 2^23: adding the zero point cannot wrap.
+      output[i] =
+          static_cast<Output>(std::min(std::max(scale(sum), plan.output_min), plan.output_max));
     }
   }
 }

@@ -1,0 +1,30 @@
+// The argument checks that the quantization helpers (internal/quantization.cc) and the quantized
+// add (internal/quantized_add.cc) share, with the same messages.
+#ifndef LOWBIT_INTERNAL_QUANTIZATION_CHECKS_H_
+#define LOWBIT_INTERNAL_QUANTIZATION_CHECKS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "public/quantization.h"
+
+namespace lowbit {
+namespace internal {
+
+// A double as short as it can be and still read back exactly, for error messages ("1e-12").
+std::string Text(double value);
+
+// Throws lowbit::Error naming `name`.bits unless type.bits is in [2, 8].
+void CheckType(const QuantizedType& type, const std::string& name);
+
+// Throws lowbit::Error naming `name` unless zero_point lies in the type's range.
+void CheckZeroPoint(std::int32_t zero_point, const QuantizedType& type, const std::string& name);
+
+// Throws lowbit::Error naming `name` for a null pointer to a nonzero count of entries.
+void CheckPointer(const void* pointer, std::size_t count, const std::string& name);
+
+}  // namespace internal
+}  // namespace lowbit
+
+#endif  // LOWBIT_INTERNAL_QUANTIZATION_CHECKS_H_
