@@ -65,11 +65,7 @@ void CheckExamples(const FloatExamples& inputs, const std::vector<int>& labels, 
       inputs.values.size() != static_cast<std::size_t>(inputs.rows) * inputs.cols) {
     throw Error("float twin inputs", "must have " + std::to_string(features) + " features");
   }
-  if (static_cast<int>(labels.size()) != inputs.rows) {
-    throw Error("labels", "must hold one label per example (" + std::to_string(inputs.rows) +
-                              "), got " + std::to_string(labels.size()));
-  }
-  CheckLabels(labels, classes);
+  CheckLabels(labels, inputs.rows, classes);
 }
 
 }  // namespace

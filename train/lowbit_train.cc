@@ -183,6 +183,10 @@ int Evaluate(const Options& options, const Problem& problem) {
   return 0;
 }
 
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 // A bar on the terminal's current line during an epoch, redrawn when it grows and erased when
 // the epoch ends.
 void DrawProgress(int done, int total) {
@@ -257,8 +261,7 @@ int Run(int argc, char** argv) {
     const EpochStatistics statistics =
         TrainEpoch(&network, &context, train_inputs, problem.split.train.labels, batch, epoch_seed,
                    show_progress ? DrawProgress : nullptr);
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = SecondsSince(start);
     training_seconds += seconds;
     FloatEpochStatistics float_statistics;
     double float_epoch_seconds = 0;
@@ -266,8 +269,7 @@ int Run(int argc, char** argv) {
       const auto float_start = std::chrono::steady_clock::now();
       float_statistics = twin->TrainEpoch(real_train_inputs, problem.split.train.labels, batch,
                                           epoch_seed, show_progress ? DrawProgress : nullptr);
-      float_epoch_seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - float_start).count();
+      float_epoch_seconds = SecondsSince(float_start);
       float_seconds += float_epoch_seconds;
     }
     if (epoch % report_every != 0 && epoch != epochs) continue;

@@ -121,11 +121,7 @@ const DyadicInt8& Network::Forward(Context* context, const DyadicInt8& input) {
 
 StepStatistics Network::TrainStep(Context* context, const DyadicInt8& input,
                                   const std::vector<int>& labels) {
-  if (static_cast<int>(labels.size()) != input.rows) {
-    throw Error("labels", "must hold one label per input row (" + std::to_string(input.rows) +
-                              "), got " + std::to_string(labels.size()));
-  }
-  CheckLabels(labels, settings_.widths.back());
+  CheckLabels(labels, input.rows, settings_.widths.back());
   const DyadicInt8& output = Forward(context, input);
   StepStatistics statistics;
   DyadicInt8 gradient(output.rows, output.cols, output.exponent);
@@ -204,17 +200,17 @@ DyadicInt8 Gather(const DyadicInt8& inputs, const std::vector<int>& order, int f
 // Before any step: the labels' count and range, and the batch.
 void CheckExamples(const Network& network, const DyadicInt8& inputs, const std::vector<int>& labels,
                    int batch) {
-  if (static_cast<int>(labels.size()) != inputs.rows) {
-    throw Error("labels", "must hold one label per example (" + std::to_string(inputs.rows) +
-                              "), got " + std::to_string(labels.size()));
-  }
-  CheckLabels(labels, network.settings().widths.back());
+  CheckLabels(labels, inputs.rows, network.settings().widths.back());
   if (batch < 1) throw Error("batch", "must be at least 1, got " + std::to_string(batch));
 }
 
 }  // namespace
 
-void CheckLabels(const std::vector<int>& labels, int classes) {
+void CheckLabels(const std::vector<int>& labels, int examples, int classes) {
+  if (static_cast<int>(labels.size()) != examples) {
+    throw Error("labels", "must hold one label per example (" + std::to_string(examples) +
+                              "), got " + std::to_string(labels.size()));
+  }
   for (const int label : labels) {
     if (label < 0 || label >= classes) {
       throw Error("labels",

@@ -91,8 +91,9 @@ struct EpochStatistics {
   int examples = 0;
 };
 
-// Throws lowbit::Error naming "labels" unless every label is in [0, classes).
-void CheckLabels(const std::vector<int>& labels, int classes);
+// Throws lowbit::Error naming "labels" unless there is one label per example and every label is
+// in [0, classes).
+void CheckLabels(const std::vector<int>& labels, int examples, int classes);
 
 // The order in which an epoch shuffled by `seed` visits `examples` examples.
 std::vector<int> EpochOrder(int examples, std::uint64_t seed);
