@@ -19,6 +19,10 @@ struct Avx2 {
   static Raw Load(const std::int32_t* values) {
     return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(values))};
   }
+  static Raw LoadBytes(const void* bytes, bool is_signed) {
+    const __m128i packed = _mm_loadl_epi64(static_cast<const __m128i*>(bytes));
+    return {is_signed ? _mm256_cvtepi8_epi32(packed) : _mm256_cvtepu8_epi32(packed)};
+  }
   static Raw Min(Raw a, Raw b) { return {_mm256_min_epi32(a.v, b.v)}; }
   static Raw Max(Raw a, Raw b) { return {_mm256_max_epi32(a.v, b.v)}; }
 

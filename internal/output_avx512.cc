@@ -17,6 +17,10 @@ struct Avx512 {
   static constexpr int kLanes = 16;
 
   static Raw Load(const std::int32_t* values) { return {_mm512_loadu_si512(values)}; }
+  static Raw LoadBytes(const void* bytes, bool is_signed) {
+    const __m128i packed = _mm_loadu_si128(static_cast<const __m128i*>(bytes));
+    return {is_signed ? _mm512_cvtepi8_epi32(packed) : _mm512_cvtepu8_epi32(packed)};
+  }
   static Raw Min(Raw a, Raw b) { return {_mm512_min_epi32(a.v, b.v)}; }
   static Raw Max(Raw a, Raw b) { return {_mm512_max_epi32(a.v, b.v)}; }
 

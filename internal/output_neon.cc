@@ -18,6 +18,13 @@ struct Neon {
   static constexpr int kLanes = 4;
 
   static Raw Load(const std::int32_t* values) { return vld1q_s32(values); }
+  static Raw LoadBytes(const void* bytes, bool is_signed) {
+    std::uint32_t four;
+    std::memcpy(&four, bytes, sizeof(four));
+    const uint8x8_t packed = vreinterpret_u8_u32(vdup_n_u32(four));
+    if (is_signed) return vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_u8(packed))));
+    return vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(vmovl_u8(packed))));
+  }
   static Raw Min(Raw a, Raw b) { return vminq_s32(a, b); }
   static Raw Max(Raw a, Raw b) { return vmaxq_s32(a, b); }
 

@@ -4,6 +4,7 @@
 #ifndef LOWBIT_INTERNAL_OUTPUT_PROGRAM_H_
 #define LOWBIT_INTERNAL_OUTPUT_PROGRAM_H_
 
+#include <cstddef>
 #include <cstdint>
 
 #include "public/map.h"
@@ -46,6 +47,7 @@ enum class OutputOpcode : std::uint8_t {
   kStochasticShiftRight,  // floor((v + U) / 2^shift), U from (seed, row, col); seed in `offset`
   kClamp,                 // min(max(v, min), max)
   kTruncateToUint8,       // v & 0xff
+  kAlignedSum,            // AlignedSum of v and the residual's entry; operands in `aligned_sum`
 };
 
 // A per-channel parameter: one value, or one per result row (kRow) / column (kCol).
@@ -57,12 +59,61 @@ struct ChannelParameter {
   bool negated;
 };
 
+// The integer-only scale alignment of two quantized values (public/quantized_add.h): each value
+// less its zero point, times its aligned multiplier A (the scale in units of the sum's 2^-f),
+// summed in int32. A split alignment has A = high 2^16 + low, for units too fine for one product:
+// the sum of the high parts, clamped to +-2^14 (beyond which the output saturates whatever the
+// low parts add, and which keeps the whole sum below 2^30 + 2^25), times 2^16, plus the sum of the
+// low parts.
+struct AlignedSumParameters {
+  std::int32_t lhs_zero_point, rhs_zero_point;
+  std::int32_t lhs_multiplier, rhs_multiplier;          // A, or A's high part when split
+  std::int32_t lhs_low_multiplier, rhs_low_multiplier;  // A's low 16 bits when split, else 0
+  bool split;
+
+  static constexpr int kLowBits = 16;
+  static constexpr std::int32_t kHighLimit = 1 << 14;
+
+  // For differences of at most 255 in magnitude and multipliers that the plan keeps within
+  // int32 (MakeQuantizedAddPlan): no product or sum wraps.
+  std::int32_t Sum(std::int32_t lhs_difference, std::int32_t rhs_difference) const {
+    const std::int32_t high = lhs_difference * lhs_multiplier + rhs_difference * rhs_multiplier;
+    if (!split) return high;
+    const std::int32_t clamped = high < -kHighLimit  ? -kHighLimit
+                                 : high > kHighLimit ? kHighLimit
+                                                     : high;
+    return clamped * (std::int32_t{1} << kLowBits) + lhs_difference * lhs_low_multiplier +
+           rhs_difference * rhs_low_multiplier;
+  }
+};
+
+// kAlignedSum's operands: the alignment, and the second operand, a uint8 or int8 matrix the
+// result's size whose entry (row, col) is at residual + row * row_step + col * col_step.
+struct AlignedSumOperands {
+  AlignedSumParameters parameters;
+  const void* residual;
+  bool residual_signed;
+  std::ptrdiff_t row_step, col_step;
+
+  std::int32_t Residual(int row, int col) const {
+    const std::ptrdiff_t index = row * row_step + col * col_step;
+    return residual_signed ? std::int32_t{static_cast<const std::int8_t*>(residual)[index]}
+                           : std::int32_t{static_cast<const std::uint8_t*>(residual)[index]};
+  }
+  // What kAlignedSum computes from the value v (already in the lhs type's range) at (row, col).
+  std::int32_t Eval(std::int32_t v, int row, int col) const {
+    return parameters.Sum(v - parameters.lhs_zero_point,
+                          Residual(row, col) - parameters.rhs_zero_point);
+  }
+};
+
 struct OutputInstruction {
   OutputOpcode opcode;
-  ChannelParameter first;   // kAdd: the addend; kScaleByFixedPoint: M
-  ChannelParameter second;  // kScaleByFixedPoint: e
-  std::int32_t offset;      // kScaleByFixedPoint: offset; kClamp: min
-  std::int32_t limit;       // kClamp: max; the shifts: shift
+  ChannelParameter first;                           // kAdd: the addend; kScaleByFixedPoint: M
+  ChannelParameter second;                          // kScaleByFixedPoint: e
+  std::int32_t offset;                              // kScaleByFixedPoint: offset; kClamp: min
+  std::int32_t limit;                               // kClamp: max; the shifts: shift
+  const AlignedSumOperands* aligned_sum = nullptr;  // kAlignedSum only
 };
 
 struct OutputProgram {

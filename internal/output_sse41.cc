@@ -20,6 +20,12 @@ struct Sse41 {
   static Raw Load(const std::int32_t* values) {
     return {_mm_loadu_si128(reinterpret_cast<const __m128i*>(values))};
   }
+  static Raw LoadBytes(const void* bytes, bool is_signed) {
+    std::int32_t four;
+    std::memcpy(&four, bytes, sizeof(four));
+    const __m128i packed = _mm_cvtsi32_si128(four);
+    return {is_signed ? _mm_cvtepi8_epi32(packed) : _mm_cvtepu8_epi32(packed)};
+  }
   static Raw Min(Raw a, Raw b) { return {_mm_min_epi32(a.v, b.v)}; }
   static Raw Max(Raw a, Raw b) { return {_mm_max_epi32(a.v, b.v)}; }
 

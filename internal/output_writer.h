@@ -20,6 +20,7 @@ namespace output_writer {
 
 // Isa supplies, for its fixedpoint raw type Raw of kLanes int32 lanes:
 //   static Raw Load(const std::int32_t* values);    // kLanes values, unaligned
+//   static Raw LoadBytes(const void* bytes, bool is_signed);  // kLanes uint8 or int8, widened
 //   static void Store(Raw v, int size, void* out);  // kLanes values' low `size` bytes
 //   static Raw Min(Raw a, Raw b);
 //   static Raw Max(Raw a, Raw b);
@@ -134,12 +135,17 @@ struct LineInstruction {
   bool along_cols = true;
   int line_first = 0;
   Raw line_part = fixedpoint::Dup<Raw>(0);
+  // A kAlignedSum's line: the residual's entry for the line's first entry, and the bytes from
+  // one entry to the next along the line.
+  const char* residual_line = nullptr;
+  std::ptrdiff_t residual_step = 0;
 
   static LineInstruction For(const OutputInstruction& instruction) {
     LineInstruction line{&instruction,
                          instruction.first.per_channel != nullptr ||
                              instruction.second.per_channel != nullptr ||
-                             instruction.opcode == OutputOpcode::kStochasticShiftRight,
+                             instruction.opcode == OutputOpcode::kStochasticShiftRight ||
+                             instruction.opcode == OutputOpcode::kAlignedSum,
                          LineParameter<Isa>::For(instruction.first, 0, 0, true),
                          LineParameter<Isa>::For(instruction.second, 0, 0, true),
                          fixedpoint::Dup<Raw>(instruction.offset),
@@ -158,6 +164,13 @@ struct LineInstruction {
       line_part = fixedpoint::Dup<Raw>(static_cast<std::int32_t>(
           line_along_cols ? Hash::RowKey(seed, row)
                           : Hash::kColStep * static_cast<std::uint32_t>(col)));
+      return;
+    }
+    if (instruction->opcode == OutputOpcode::kAlignedSum) {
+      const AlignedSumOperands& operands = *instruction->aligned_sum;
+      residual_line = static_cast<const char*>(operands.residual) + row * operands.row_step +
+                      col * operands.col_step;
+      residual_step = line_along_cols ? operands.col_step : operands.row_step;
       return;
     }
     first = LineParameter<Isa>::For(instruction->first, row, col, line_along_cols);
@@ -196,7 +209,23 @@ struct LineInstruction {
         return Apply<OutputOpcode::kClamp>(v, entry, count);
       case OutputOpcode::kTruncateToUint8:
         return Apply<OutputOpcode::kTruncateToUint8>(v, entry, count);
+      case OutputOpcode::kAlignedSum:
+        return Apply<OutputOpcode::kAlignedSum>(v, entry, count);
     }
+  }
+
+  // The residual's `count` entries of the line from `entry`, widened to int32 lanes: loaded
+  // whole where they are contiguous along the line, else gathered.
+  __attribute__((always_inline)) Raw ResidualLanes(bool is_signed, int entry, int count) const {
+    const char* const at = residual_line + entry * residual_step;
+    if (residual_step == 1 && count == Isa::kLanes) return Isa::LoadBytes(at, is_signed);
+    std::int32_t buffer[Isa::kLanes] = {};
+    for (int i = 0; i < count; ++i) {
+      const char byte = at[i * residual_step];
+      buffer[i] = is_signed ? std::int32_t{static_cast<std::int8_t>(byte)}
+                            : std::int32_t{static_cast<std::uint8_t>(byte)};
+    }
+    return Isa::Load(buffer);
   }
 
   // Whether this is a scale whose parameters change along a line (row if `along_cols`).
@@ -278,6 +307,29 @@ struct LineInstruction {
       }
     } else if constexpr (kOpcode == OutputOpcode::kClamp) {
       for (int j = 0; j < kBatch; ++j) v[j] = Isa::Min(Isa::Max(v[j], offset), limit);
+    } else if constexpr (kOpcode == OutputOpcode::kAlignedSum) {
+      // AlignedSumParameters::Sum on lanes: `first` and `second` hold the lhs and rhs
+      // multipliers, `offset` and `limit` the zero points.
+      const AlignedSumOperands& operands = *instruction->aligned_sum;
+      const AlignedSumParameters& parameters = operands.parameters;
+      for (int j = 0; j < kBatch; ++j) {
+        const Raw residual = ResidualLanes(operands.residual_signed, entry + j * Isa::kLanes,
+                                           j + 1 < kBatch ? Isa::kLanes : count);
+        const Raw lhs_difference = fixedpoint::Sub(v[j], offset);
+        const Raw rhs_difference = fixedpoint::Sub(residual, limit);
+        Raw sum = fixedpoint::Add(fixedpoint::Mul(lhs_difference, first.broadcast),
+                                  fixedpoint::Mul(rhs_difference, second.broadcast));
+        if (parameters.split) {
+          using Parameters = AlignedSumParameters;
+          sum = Isa::Min(Isa::Max(sum, fixedpoint::Dup<Raw>(-Parameters::kHighLimit)),
+                         fixedpoint::Dup<Raw>(Parameters::kHighLimit));
+          const Raw low = fixedpoint::Add(
+              fixedpoint::Mul(lhs_difference, fixedpoint::Dup<Raw>(parameters.lhs_low_multiplier)),
+              fixedpoint::Mul(rhs_difference, fixedpoint::Dup<Raw>(parameters.rhs_low_multiplier)));
+          sum = fixedpoint::Add(fixedpoint::ShiftLeft(sum, Parameters::kLowBits), low);
+        }
+        v[j] = sum;
+      }
     } else {
       static_assert(kOpcode == OutputOpcode::kTruncateToUint8, "every opcode has a case");
       for (int j = 0; j < kBatch; ++j) {

@@ -13,7 +13,10 @@
 #include <vector>
 
 #include "fixedpoint/fixedpoint.h"
+#include "internal/output.h"
+#include "internal/output_program.h"
 #include "internal/quantization_checks.h"
+#include "public/context.h"
 #include "public/error.h"
 
 namespace lowbit {
@@ -41,13 +44,14 @@ constexpr int kMaxOutputMultiplierLog2 = -9;
 
 // When m <= 2^-9 needs a unit so fine that 255 (A_lhs + A_rhs) leaves int32 (an input step of
 // more than 2^13 output steps), A = high 2^16 + low with low in [0, 2^16), and the add forms
-// H = sum of (q - z) high and L = sum of (q - z) low, |L| <= 510 (2^16 - 1) < 2^25. If
-// |H| >= 2^14 the sum H 2^16 + L is at least 2^30 - 2^25 in magnitude, which is more than 2^19
-// output steps since m > 2^-10 there: the output saturates to the clamp bound of H's sign, as
-// the reference does. Otherwise H 2^16 + L fits in int32 (below 2^30 + 2^25) and goes through
-// the stage as before, with the same bound. The plan needs 255 (high_lhs + high_rhs) in int32.
-constexpr int kLowBits = 16;
-constexpr std::int32_t kSaturatingHigh = 1 << 14;
+// H = sum of (q - z) high and L = sum of (q - z) low, |L| <= 510 (2^16 - 1) < 2^25
+// (internal::AlignedSumParameters). If |H| >= 2^14 the sum H 2^16 + L is at least 2^30 - 2^25
+// in magnitude, which is more than 2^19 output steps since m > 2^-10 there: the output saturates
+// to the clamp bound of H's sign, as the reference does, and stays so with H clamped to +-2^14,
+// which keeps H 2^16 + L within int32 (below 2^30 + 2^25). Otherwise H 2^16 + L goes through the
+// output requantization as before, with the same bound. The plan needs 255 (high_lhs +
+// high_rhs) in int32.
+constexpr int kLowBits = internal::AlignedSumParameters::kLowBits;
 
 using internal::CheckPointer;
 using internal::CheckType;
@@ -144,7 +148,22 @@ void CheckChannels(std::size_t channels, ChannelAxis axis, int rows, int cols, c
   }
 }
 
-// The add, integers only. Per-tensor inputs use channel 0 throughout.
+// The alignment of lhs channel `lhs_channel` and rhs channel `rhs_channel` (0 for a per-tensor
+// input).
+internal::AlignedSumParameters ParametersFor(const QuantizedAddPlan& plan, std::size_t lhs_channel,
+                                             std::size_t rhs_channel) {
+  const bool split = plan.low_bits > 0;
+  return {plan.lhs_zero_points[lhs_channel],
+          plan.rhs_zero_points[rhs_channel],
+          plan.lhs_multipliers[lhs_channel],
+          plan.rhs_multipliers[rhs_channel],
+          split ? plan.lhs_low_multipliers[lhs_channel] : 0,
+          split ? plan.rhs_low_multipliers[rhs_channel] : 0,
+          split};
+}
+
+// The add, integers only: the alignment (whose products and sums the plan keeps within int32),
+// then the output's QuantizeDownScale and clamp. Per-tensor inputs use channel 0 throughout.
 template <typename Lhs, typename Rhs, typename Output>
 void AddRows(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, std::size_t rows,
              std::size_t cols, Output* output) {
@@ -153,35 +172,61 @@ void AddRows(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, std::
   // The plan keeps the output multiplier below 1 (m <= 2^-9): a right shift only.
   const fixedpoint::QuantizeDownScale<std::int32_t> scale(
       plan.output_multiplier, -plan.output_exponent, plan.output_zero_point);
-  const bool split = plan.low_bits > 0;
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t c = 0; c < cols; ++c) {
       const std::size_t lhs_channel =
           lhs_per_axis ? (plan.lhs_axis == ChannelAxis::kRow ? r : c) : 0;
       const std::size_t rhs_channel =
           rhs_per_axis ? (plan.rhs_axis == ChannelAxis::kRow ? r : c) : 0;
+      const internal::AlignedSumParameters parameters =
+          ParametersFor(plan, lhs_channel, rhs_channel);
       const std::size_t i = r * cols + c;
-      const std::int32_t lhs_difference = std::int32_t{lhs[i]} - plan.lhs_zero_points[lhs_channel];
-      const std::int32_t rhs_difference = std::int32_t{rhs[i]} - plan.rhs_zero_points[rhs_channel];
-      // Each product is at most 255 * A (or 255 * high) and the plan keeps
-      // 255 * (A_lhs + A_rhs) (or 255 * (high_lhs + high_rhs)) <= INT32_MAX.
-      std::int32_t sum = lhs_difference * plan.lhs_multipliers[lhs_channel] +
-                         rhs_difference * plan.rhs_multipliers[rhs_channel];
-      if (split) {
-        if (sum >= kSaturatingHigh || sum <= -kSaturatingHigh) {
-          output[i] = static_cast<Output>(sum > 0 ? plan.output_max : plan.output_min);
-          continue;
-        }
-        // |sum| < 2^14: times 2^16 below 2^30, plus |low part| < 2^25.
-        sum = sum * (std::int32_t{1} << kLowBits) +
-              lhs_difference * plan.lhs_low_multipliers[lhs_channel] +
-              rhs_difference * plan.rhs_low_multipliers[rhs_channel];
-      }
+      const std::int32_t sum = parameters.Sum(std::int32_t{lhs[i]} - parameters.lhs_zero_point,
+                                              std::int32_t{rhs[i]} - parameters.rhs_zero_point);
       // |scaled| <= |sum| m' + 1 < 2^23: adding the zero point cannot wrap.
       output[i] =
           static_cast<Output>(std::min(std::max(scale(sum), plan.output_min), plan.output_max));
     }
   }
+}
+
+// Entries a per-tensor add widens and writes at a time.
+constexpr std::size_t kChunk = 1024;
+
+// A per-tensor add on the output writer of the kernel a default Context runs (LOWBIT_KERNEL or
+// the best), which gives AddRows' bits (test/output_writer_test.cc checks every writer against
+// the scalar stages): the lhs widened to int32 a chunk at a time as a one-row block of
+// "accumulators", the rhs as kAlignedSum's residual, then the output requantization and clamp.
+// False, with nothing written, where the kernel has no writer (the reference kernel).
+template <typename Lhs, typename Rhs, typename Output>
+bool AddOnWriter(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, std::size_t count,
+                 Output* output) {
+  const internal::OutputWriter writer = internal::OutputWriterFor(Context().ResolvedKernel());
+  if (writer == nullptr) return false;
+  internal::AlignedSumOperands operands{ParametersFor(plan, 0, 0), nullptr,
+                                        std::is_signed<Rhs>::value, 0, 1};
+  const internal::AlignedSumParameters& parameters = operands.parameters;
+  internal::OutputProgram program;
+  program.Append({internal::OutputOpcode::kAlignedSum,
+                  internal::OneValue(parameters.lhs_multiplier),
+                  internal::OneValue(parameters.rhs_multiplier), parameters.lhs_zero_point,
+                  parameters.rhs_zero_point, &operands});
+  program.Append({internal::OutputOpcode::kScaleByFixedPoint,
+                  internal::OneValue(plan.output_multiplier),
+                  internal::OneValue(plan.output_exponent), plan.output_zero_point, 0});
+  program.Append({internal::OutputOpcode::kClamp, {}, {}, plan.output_min, plan.output_max});
+  const internal::ElementType output_type =
+      std::is_signed<Output>::value ? internal::ElementType::kInt8 : internal::ElementType::kUint8;
+  std::int32_t widened[kChunk];
+  for (std::size_t first = 0; first < count; first += kChunk) {
+    const int size = static_cast<int>(count - first < kChunk ? count - first : kChunk);
+    for (int i = 0; i < size; ++i) widened[i] = lhs[first + i];
+    operands.residual = rhs + first;
+    const internal::AccumulatorBlock block{0, 0, 1, size, widened, size, 1};
+    writer(program, block, internal::OffsetTerms{}, nullptr,
+           {output + first, output_type, 1, size, Order::kRowMajor, size});
+  }
+  return true;
 }
 
 template <typename Lhs, typename Rhs, typename Output>
@@ -272,7 +317,11 @@ void QuantizedAdd(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, 
   CheckBuffers(plan, lhs, rhs, size, output);
   CheckChannels(plan.lhs_multipliers.size(), plan.lhs_axis, rows, cols, "lhs");
   CheckChannels(plan.rhs_multipliers.size(), plan.rhs_axis, rows, cols, "rhs");
-  AddRows(plan, lhs, rhs, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols), output);
+  const std::size_t row_count = static_cast<std::size_t>(rows);
+  const std::size_t col_count = static_cast<std::size_t>(cols);
+  const bool per_tensor = plan.lhs_multipliers.size() == 1 && plan.rhs_multipliers.size() == 1;
+  if (per_tensor && AddOnWriter(plan, lhs, rhs, row_count * col_count, output)) return;
+  AddRows(plan, lhs, rhs, row_count, col_count, output);
 }
 
 template <typename Lhs, typename Rhs, typename Output>
@@ -285,8 +334,29 @@ void QuantizedAdd(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, 
   if (plan.rhs_multipliers.size() != 1) {
     throw Error("rhs", "is per-axis in the plan: pass rows and cols, not a flat count");
   }
-  AddRows(plan, lhs, rhs, 1, count, output);
+  if (!AddOnWriter(plan, lhs, rhs, count, output)) AddRows(plan, lhs, rhs, 1, count, output);
 }
+
+template <typename Residual>
+OutputStageQuantizedAdd<Residual> MakeOutputStageQuantizedAdd(
+    const QuantizedAddPlan& plan, const MatrixMap<const Residual>& residual) {
+  if (plan.lhs_multipliers.size() != 1 || plan.rhs_multipliers.size() != 1) {
+    throw Error("plan",
+                "must be per-tensor for the output stage (one scale for the GEMM's result "
+                "and one for the residual); QuantizedAdd adds per-axis tensors");
+  }
+  if (plan.rhs_type.is_signed != std::is_signed<Residual>::value) {
+    throw Error("residual", plan.rhs_type.is_signed
+                                ? "must be int8_t data: the plan's rhs type is signed"
+                                : "must be uint8_t data: the plan's rhs type is unsigned");
+  }
+  return OutputStageQuantizedAdd<Residual>(plan, residual, ParametersFor(plan, 0, 0));
+}
+
+template OutputStageQuantizedAdd<std::uint8_t> MakeOutputStageQuantizedAdd(
+    const QuantizedAddPlan&, const MatrixMap<const std::uint8_t>&);
+template OutputStageQuantizedAdd<std::int8_t> MakeOutputStageQuantizedAdd(
+    const QuantizedAddPlan&, const MatrixMap<const std::int8_t>&);
 
 // The eight combinations of uint8_t and int8_t.
 #define LOWBIT_INSTANTIATE_QUANTIZED_ADD(Lhs, Rhs, Output)                                      \

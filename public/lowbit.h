@@ -1,5 +1,5 @@
-// Everything a lowbit user includes: maps, context, output stages, bit depths and the GEMM
-// entry points.
+// Everything a lowbit user includes: maps, context, output stages, bit depths, the GEMM entry
+// points, and the quantization toolkit (parameters, multipliers, the quantized add and its stage).
 #ifndef LOWBIT_PUBLIC_LOWBIT_H_
 #define LOWBIT_PUBLIC_LOWBIT_H_
 

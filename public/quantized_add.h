@@ -3,11 +3,18 @@
 #ifndef LOWBIT_PUBLIC_QUANTIZED_ADD_H_
 #define LOWBIT_PUBLIC_QUANTIZED_ADD_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <type_traits>
 #include <vector>
 
+#include "internal/driver.h"
+#include "internal/output_program.h"
+#include "public/error.h"
 #include "public/map.h"
+#include "public/output_stages.h"
 #include "public/quantization.h"
 
 namespace lowbit {
@@ -80,6 +87,95 @@ void QuantizedAdd(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, 
 template <typename Lhs, typename Rhs, typename Output>
 void QuantizedAdd(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, std::size_t count,
                   Output* output);
+
+// The quantized add as an output stage: a residual branch added to a GEMM's result before it is
+// stored, in the same pass (fused into the vectorized writers like the other stages). The value
+// reaching the stage is the GEMM's result quantized as the plan's lhs, as a requantization stage
+// (OutputStageScaleInt32ByFixedPointAndExponent, say) leaves it; the stage saturates it to the
+// lhs type, as a cast to that type would, adds residual(row, col), quantized as the plan's rhs,
+// and leaves the sum quantized as the plan's output, clamped to [output_min, output_max]. Bit for
+// bit QuantizedAdd(plan, stored, residual) for `stored` the GEMM's result stored in the lhs type
+// by the same pipeline up to the stage; end the pipeline with the saturating cast to the output
+// type. Build it with MakeOutputStageQuantizedAdd; the residual's memory must outlive the GEMM
+// call and lie outside the result.
+template <typename Residual>
+class OutputStageQuantizedAdd {
+  static_assert(std::is_same<Residual, std::uint8_t>::value ||
+                    std::is_same<Residual, std::int8_t>::value,
+                "the residual is uint8_t or int8_t");
+
+ public:
+  const MatrixMap<const Residual>& residual() const { return residual_; }
+
+  void Validate(int rows, int cols, const std::string& name) const {
+    internal::ValidateMatrix((name + ".residual").c_str(), internal::ViewOf(residual_));
+    if (residual_.rows() != rows || residual_.cols() != cols) {
+      throw Error(name + ".residual", "must be the result's size (" + std::to_string(rows) + " x " +
+                                          std::to_string(cols) + "), got " +
+                                          std::to_string(residual_.rows()) + " x " +
+                                          std::to_string(residual_.cols()));
+    }
+  }
+  template <typename Visit>
+  void VisitInputs(Visit&& visit) const {
+    visit("residual", residual_);
+  }
+  // The lhs saturation, the alignment (reading the residual through `operands_`), the output
+  // requantization and its clamp: four instructions.
+  bool Compile(internal::OutputProgram* program) const {
+    using internal::OneValue;
+    using internal::OutputOpcode;
+    const internal::AlignedSumParameters& parameters = operands_.parameters;
+    return program->Append({OutputOpcode::kClamp, {}, {}, lhs_min_, lhs_max_}) &&
+           program->Append({OutputOpcode::kAlignedSum, OneValue(parameters.lhs_multiplier),
+                            OneValue(parameters.rhs_multiplier), parameters.lhs_zero_point,
+                            parameters.rhs_zero_point, &operands_}) &&
+           program->Append({OutputOpcode::kScaleByFixedPoint, OneValue(output_multiplier_),
+                            OneValue(output_exponent_), output_zero_point_, 0}) &&
+           program->Append({OutputOpcode::kClamp, {}, {}, output_min_, output_max_});
+  }
+  std::int32_t Eval(std::int32_t acc, int row, int col) const {
+    const std::int32_t lhs = std::min(std::max(acc, lhs_min_), lhs_max_);
+    // The plan keeps the output exponent negative: a right shift only.
+    const std::int32_t scaled =
+        stage_detail::ScaleByFixedPoint(operands_.Eval(lhs, row, col), output_multiplier_, 0,
+                                        -output_exponent_, output_zero_point_);
+    return std::min(std::max(scaled, output_min_), output_max_);
+  }
+
+ private:
+  template <typename R>
+  friend OutputStageQuantizedAdd<R> MakeOutputStageQuantizedAdd(const QuantizedAddPlan&,
+                                                                const MatrixMap<const R>&);
+  OutputStageQuantizedAdd(const QuantizedAddPlan& plan, const MatrixMap<const Residual>& residual,
+                          const internal::AlignedSumParameters& parameters)
+      : residual_(residual),
+        lhs_min_(plan.lhs_type.min()),
+        lhs_max_(plan.lhs_type.max()),
+        operands_{parameters, residual.data(), std::is_signed<Residual>::value,
+                  residual.order() == Order::kRowMajor ? residual.stride() : 1,
+                  residual.order() == Order::kRowMajor ? 1 : residual.stride()},
+        output_multiplier_(plan.output_multiplier),
+        output_exponent_(plan.output_exponent),
+        output_zero_point_(plan.output_zero_point),
+        output_min_(plan.output_min),
+        output_max_(plan.output_max) {}
+
+  MatrixMap<const Residual> residual_;
+  std::int32_t lhs_min_, lhs_max_;  // the range of the plan's lhs type
+  internal::AlignedSumOperands operands_;
+  std::int32_t output_multiplier_;
+  int output_exponent_;
+  std::int32_t output_zero_point_, output_min_, output_max_;
+};
+
+// The stage for `plan` and `residual` (the rhs of the add, in the plan's rhs type). Throws
+// lowbit::Error for a plan with a per-axis input ("plan": the stage takes per-tensor plans; use
+// QuantizedAdd for per-axis tensors) and for a residual whose signedness is not the plan's rhs
+// type's ("residual"). The residual's shape and storage are checked with the GEMM's arguments.
+template <typename Residual>
+OutputStageQuantizedAdd<Residual> MakeOutputStageQuantizedAdd(
+    const QuantizedAddPlan& plan, const MatrixMap<const Residual>& residual);
 
 }  // namespace lowbit
 

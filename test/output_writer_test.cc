@@ -1,6 +1,7 @@
 // The vectorized output writers of every kernel against the stages' scalar Eval, at the values
 // where rounding, saturation and wrapping decide: INT32 extremes, exact ties, every shift,
-// extreme multipliers, every block width from 1 to 17, both block layouts and both result orders.
+// extreme multipliers, every block width from 1 to 17, both block layouts and both result orders;
+// and the quantized add's stage, which reads a residual matrix.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -224,6 +225,68 @@ TEST(OutputWriterTest, EveryCompiledStageMatchesScalarEval) {
       CheckWriter(writer, std::make_tuple(OutputStageSaturatingCastToInt8{}), length, 5);
       CheckWriter(writer, std::make_tuple(OutputStageTruncatingCastToUint8{}), 5, length);
       CheckWriter(writer, std::tuple<>(), length, length);
+    }
+  }
+}
+
+// The quantized add's stage (public/quantized_add.h) reads its residual at each result's row and
+// column: along and across the residual's storage order (contiguous loads and gathers), uint8 and
+// int8, with a plan of one product per input and a split one (an output scale 2^14 times finer
+// than the inputs'). A shift first brings the edge values near the lhs type's range.
+TEST(OutputWriterTest, QuantizedAddStageMatchesScalarEval) {
+  constexpr int kSize = 140;  // the blocks' rows and columns: start + up to 131
+  constexpr int kStride = kSize + 3;
+  std::mt19937 random(23);
+  std::vector<std::uint8_t> unsigned_residual(kSize * kStride);
+  std::vector<std::int8_t> signed_residual(kSize * kStride);
+  for (std::uint8_t& value : unsigned_residual) value = static_cast<std::uint8_t>(random());
+  for (std::int8_t& value : signed_residual) value = static_cast<std::int8_t>(random());
+  struct Case {
+    QuantizationParams lhs, rhs, output;
+    bool split;
+  };
+  const Case cases[] = {{{0.05, 120}, {0.02, 7}, {0.04, 100}, false},
+                        {{1.0, 3}, {0.5, 100}, {std::exp2(-14), 10}, true}};
+  for (const Case& test_case : cases) {
+    for (bool signed_lhs : {false, true}) {
+      for (bool signed_residual_type : {false, true}) {
+        const auto type = [](bool is_signed) {
+          return is_signed ? QuantizedType::Int8() : QuantizedType::Uint8();
+        };
+        const auto params = [](QuantizationParams p, bool is_signed) {
+          if (is_signed) p.zero_point -= 128;
+          return p;
+        };
+        const QuantizedAddPlan plan = MakeQuantizedAddPlan(
+            {type(signed_lhs), {params(test_case.lhs, signed_lhs)}, ChannelAxis::kRow},
+            {type(signed_residual_type),
+             {params(test_case.rhs, signed_residual_type)},
+             ChannelAxis::kRow},
+            test_case.output, QuantizedType::Uint8());
+        ASSERT_EQ(plan.low_bits > 0, test_case.split);
+        for (Order order : {Order::kRowMajor, Order::kColMajor}) {
+          const auto check = [&](const auto& stage) {
+            const auto pipeline = std::make_tuple(OutputStageShiftByPOT{-23}, stage,
+                                                  OutputStageSaturatingCastToUint8{});
+            for (const KernelWriter& kernel_writer : Writers()) {
+              SCOPED_TRACE(KernelName(kernel_writer.kernel));
+              for (int length : {1, 2, 3, 5, 8, 9, 15, 16, 17, 31, 33, 67, 131}) {
+                CheckWriter(kernel_writer.writer, pipeline, length, 3);
+                CheckWriter(kernel_writer.writer, pipeline, 3, length);
+              }
+            }
+          };
+          if (signed_residual_type) {
+            check(MakeOutputStageQuantizedAdd(
+                plan, MatrixMap<const std::int8_t>(signed_residual.data(), kSize, kSize, order,
+                                                   kStride)));
+          } else {
+            check(MakeOutputStageQuantizedAdd(
+                plan, MatrixMap<const std::uint8_t>(unsigned_residual.data(), kSize, kSize, order,
+                                                    kStride)));
+          }
+        }
+      }
     }
   }
 }

@@ -1,6 +1,7 @@
 // Tests of public/quantized_add.h against a double-precision reference: random scales and every
 // zero point, the extremes of the types and of the scale ratios, per-axis against per-tensor
-// inputs, and the errors of every bad argument.
+// inputs, the errors of every bad argument; and the add's output stage in a GEMM against the
+// elementwise add.
 #include "public/quantized_add.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +19,8 @@
 #include <vector>
 
 #include "public/error.h"
+#include "public/lowbit.h"
+#include "test/test_util.h"
 
 namespace lowbit {
 namespace {
@@ -452,6 +455,114 @@ TEST(QuantizedAddTest, BadArgumentsAreNamed) {
   QuantizedAdd(per_row, a.data(), b.data(), 2, 3, out.data());
   QuantizedAdd(plan, static_cast<const std::uint8_t*>(nullptr),
                static_cast<const std::uint8_t*>(nullptr), 0, static_cast<std::uint8_t*>(nullptr));
+}
+
+// The stage in a GEMM (bias, requantization to the lhs's scale, the residual add, the cast) gives
+// the bits of the same GEMM stored in the lhs type and then QuantizedAdd, on every kernel, thread
+// count and blocking, for residuals in either storage order and a split plan.
+TEST(QuantizedAddTest, StageInAGemmMatchesTheElementwiseAdd) {
+  std::mt19937 random(41);
+  const QuantizedAddInput gemm_result = PerTensor(QuantizedType::Uint8(), 0.03, 110);
+  const QuantizedAddPlan plans[] = {
+      MakeQuantizedAddPlan(gemm_result, PerTensor(QuantizedType::Int8(), 0.05, -9), {0.06, 40},
+                           QuantizedType::Uint8(), 40, 255),  // a fused ReLU
+      MakeQuantizedAddPlan(gemm_result, PerTensor(QuantizedType::Int8(), 0.01, 3),
+                           {0.03 * std::exp2(-14), 128}, QuantizedType::Uint8())};
+  ASSERT_GT(plans[1].low_bits, 0);
+  const FixedPointMultiplier requantize = QuantizeMultiplier(std::exp2(-14) / 0.03);
+  const test::Shape shapes[] = {{1, 1, 1}, {5, 33, 17}, {67, 64, 131}, {8, 300, 40}};
+  for (const test::PathSetting& setting : test::PathSettings({1, 2})) {
+    SCOPED_TRACE(testing::PrintToString(setting));
+    Context context;
+    test::Configure(&context, setting);
+    for (const test::Shape& shape : shapes) {
+      test::OwnedMatrix<std::uint8_t> lhs(shape.rows, shape.depth, Order::kRowMajor, 0, &random);
+      test::OwnedMatrix<std::int8_t> rhs(shape.depth, shape.cols, Order::kColMajor, 1, &random);
+      std::vector<std::int32_t> bias(shape.rows);
+      for (std::int32_t& value : bias) value = static_cast<std::int32_t>(random() % 20001) - 10000;
+      const OutputStageBiasAddition bias_stage{
+          VectorMap<const std::int32_t>(bias.data(), shape.rows), ChannelAxis::kRow};
+      const OutputStageScaleInt32ByFixedPointAndExponent requantize_stage{requantize.multiplier,
+                                                                          requantize.exponent, 110};
+      for (const QuantizedAddPlan& plan : plans) {
+        for (Order order : {Order::kRowMajor, Order::kColMajor}) {
+          test::OwnedMatrix<std::int8_t> residual(shape.rows, shape.cols, order, 2, &random);
+          // Stored in the lhs type, then added.
+          std::vector<std::uint8_t> stored(static_cast<std::size_t>(shape.rows) * shape.cols);
+          MatrixMap<std::uint8_t> stored_map(stored.data(), shape.rows, shape.cols,
+                                             Order::kRowMajor);
+          GemmWithOutputPipeline(
+              &context, lhs.const_map(), rhs.const_map(), &stored_map, Offsets(-128), Offsets(3),
+              std::make_tuple(bias_stage, requantize_stage, OutputStageSaturatingCastToUint8{}));
+          std::vector<std::int8_t> residual_rows(stored.size());
+          for (int r = 0; r < shape.rows; ++r) {
+            for (int c = 0; c < shape.cols; ++c) {
+              residual_rows[static_cast<std::size_t>(r) * shape.cols + c] = residual.map(r, c);
+            }
+          }
+          std::vector<std::uint8_t> expected(stored.size());
+          QuantizedAdd(plan, stored.data(), residual_rows.data(), shape.rows, shape.cols,
+                       expected.data());
+          // Fused.
+          std::vector<std::uint8_t> fused(stored.size(), 7);
+          MatrixMap<std::uint8_t> fused_map(fused.data(), shape.rows, shape.cols, Order::kRowMajor);
+          GemmWithOutputPipeline(
+              &context, lhs.const_map(), rhs.const_map(), &fused_map, Offsets(-128), Offsets(3),
+              std::make_tuple(bias_stage, requantize_stage,
+                              MakeOutputStageQuantizedAdd(plan, residual.const_map()),
+                              OutputStageSaturatingCastToUint8{}));
+          ASSERT_EQ(fused, expected)
+              << shape.rows << "x" << shape.depth << "x" << shape.cols
+              << (plan.low_bits > 0 ? ", split plan" : "")
+              << (order == Order::kRowMajor ? ", row-major residual" : ", column-major residual");
+        }
+      }
+    }
+  }
+}
+
+// The stage's arguments: a per-axis plan, a residual of the other signedness, of the wrong size,
+// malformed, or in the result's memory; each named before anything is written.
+TEST(QuantizedAddTest, BadStageArgumentsAreNamed) {
+  const QuantizedAddInput good = PerTensor(QuantizedType::Uint8(), 0.5, 3);
+  const QuantizedAddPlan plan = MakeQuantizedAddPlan(good, good, {0.25, 7});
+  std::vector<std::uint8_t> residual(12, 1);
+  const MatrixMap<const std::uint8_t> residual_map(residual.data(), 3, 4, Order::kRowMajor);
+  const QuantizedAddPlan per_row = MakeQuantizedAddPlan(
+      good, {QuantizedType::Uint8(), {{0.5, 3}, {0.25, 4}, {1, 0}}, ChannelAxis::kRow}, {0.25, 7});
+  ExpectError([&] { MakeOutputStageQuantizedAdd(per_row, residual_map); }, "plan");
+  std::vector<std::int8_t> signed_residual(12, 1);
+  ExpectError(
+      [&] {
+        MakeOutputStageQuantizedAdd(
+            plan, MatrixMap<const std::int8_t>(signed_residual.data(), 3, 4, Order::kRowMajor));
+      },
+      "residual");
+
+  Context context;
+  std::vector<std::uint8_t> lhs(3 * 5, 2), rhs(5 * 4, 3), result(12, 99);
+  const MatrixMap<const std::uint8_t> lhs_map(lhs.data(), 3, 5, Order::kRowMajor);
+  const MatrixMap<const std::uint8_t> rhs_map(rhs.data(), 5, 4, Order::kColMajor);
+  MatrixMap<std::uint8_t> result_map(result.data(), 3, 4, Order::kRowMajor);
+  const auto run = [&](const MatrixMap<const std::uint8_t>& residual_argument) {
+    GemmWithOutputPipeline(&context, lhs_map, rhs_map, &result_map, Offsets(0), Offsets(0),
+                           std::make_tuple(OutputStageShiftByPOT{-2},
+                                           MakeOutputStageQuantizedAdd(plan, residual_argument),
+                                           OutputStageSaturatingCastToUint8{}));
+  };
+  ExpectError([&] { run(MatrixMap<const std::uint8_t>(residual.data(), 4, 3, Order::kRowMajor)); },
+              "pipeline[1].residual");
+  ExpectError(
+      [&] { run(MatrixMap<const std::uint8_t>(residual.data(), 3, 4, Order::kRowMajor, 2)); },
+      "pipeline[1].residual.stride");
+  ExpectError([&] { run(MatrixMap<const std::uint8_t>(nullptr, 3, 4, Order::kRowMajor)); },
+              "pipeline[1].residual.data");
+  ExpectError([&] { run(result_map); }, "pipeline[1].residual");
+  EXPECT_EQ(result, std::vector<std::uint8_t>(12, 99));
+  run(residual_map);
+  // Each accumulator 2 * 3 * 5 = 30, shifted to 8 (7.5 rounded away from zero): real
+  // (8 - 3) * 0.5 plus (1 - 3) * 0.5 = 1.5, which is 6 steps of 0.25 above 7.
+  EXPECT_EQ(result, std::vector<std::uint8_t>(12, 13));
 }
 
 // The snippet of doc/quantization.md, "Adding tensors at different scales".
