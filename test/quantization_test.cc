@@ -476,6 +476,45 @@ TEST(QuantizeTest, RoundTripsWithinHalfAStep) {
   }
 }
 
+// The vectorized rounding against std::round, at the values where it decides: exact ties and
+// their float neighbours, steps just inside and beyond the type's bounds, huge values and
+// infinities, for every zero point of uint8 and int8; buffers long enough for the vector loop,
+// with a tail.
+TEST(QuantizeTest, MatchesStdRoundAtTiesBoundsAndInfinities) {
+  std::vector<float> values;
+  for (int step = -300; step <= 300; ++step) {
+    const float tie = (static_cast<float>(step) + 0.5f) * 0.25f;
+    values.insert(values.end(), {tie, std::nextafter(tie, -1e9f), std::nextafter(tie, 1e9f),
+                                 static_cast<float>(step) * 0.25f});
+  }
+  values.insert(values.end(), {1e30f, -1e30f, 3e9f, -3e9f, std::numeric_limits<float>::max(),
+                               -std::numeric_limits<float>::infinity(),
+                               std::numeric_limits<float>::infinity(), 0.0f, -0.0f});
+  for (int zero_point = -128; zero_point <= 255; ++zero_point) {
+    const QuantizationParams params{0.25, zero_point};
+    const auto reference = [&](float value, const QuantizedType& type) {
+      return std::min<double>(
+          std::max<double>(std::round(value / params.scale) + zero_point, type.min()), type.max());
+    };
+    if (zero_point >= 0) {
+      std::vector<std::uint8_t> q(values.size());
+      Quantize(values.data(), values.size(), params, q.data());
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        ASSERT_EQ(q[i], reference(values[i], QuantizedType::Uint8()))
+            << values[i] << " with zero point " << zero_point;
+      }
+    }
+    if (zero_point <= 127) {
+      std::vector<std::int8_t> q(values.size());
+      Quantize(values.data(), values.size(), params, q.data());
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        ASSERT_EQ(q[i], reference(values[i], QuantizedType::Int8()))
+            << values[i] << " with zero point " << zero_point;
+      }
+    }
+  }
+}
+
 TEST(QuantizeTest, BadArgumentsAreNamedAndNothingIsWritten) {
   const float values[] = {0.5f, std::numeric_limits<float>::quiet_NaN(), 1.0f};
   std::uint8_t unsigned_q[3] = {7, 7, 7};
