@@ -214,11 +214,17 @@ struct LineInstruction {
     }
   }
 
-  // The residual's `count` entries of the line from `entry`, widened to int32 lanes: loaded
-  // whole where they are contiguous along the line, else gathered.
+  // The residual's `count` entries of the line from `entry`, widened to int32 lanes: loaded as
+  // bytes where they are contiguous along the line (through a buffer for a partial vector),
+  // else gathered.
   __attribute__((always_inline)) Raw ResidualLanes(bool is_signed, int entry, int count) const {
     const char* const at = residual_line + entry * residual_step;
-    if (residual_step == 1 && count == Isa::kLanes) return Isa::LoadBytes(at, is_signed);
+    if (residual_step == 1) {
+      if (count == Isa::kLanes) return Isa::LoadBytes(at, is_signed);
+      char bytes[Isa::kLanes] = {};
+      std::memcpy(bytes, at, static_cast<std::size_t>(count));
+      return Isa::LoadBytes(bytes, is_signed);
+    }
     std::int32_t buffer[Isa::kLanes] = {};
     for (int i = 0; i < count; ++i) {
       const char byte = at[i * residual_step];
@@ -681,6 +687,14 @@ class Writer {
                                                                                    &loop) ||
            Shape<kType, Op::kAdd, Op::kStochasticShiftRight, Op::kClamp, Op::kClamp>::Select(
                program, &loop));
+    // A layer's requantization (after an optional bias) followed by the quantized add's stage
+    // and the cast: a residual block's output, in 8 bits only.
+    if constexpr (kType == ElementType::kUint8 || kType == ElementType::kInt8) {
+      (void)(Shape<kType, Op::kScaleByFixedPoint, Op::kClamp, Op::kAlignedSum,
+                   Op::kScaleByFixedPoint, Op::kClamp, Op::kClamp>::Select(program, &loop) ||
+             Shape<kType, Op::kAdd, Op::kScaleByFixedPoint, Op::kClamp, Op::kAlignedSum,
+                   Op::kScaleByFixedPoint, Op::kClamp, Op::kClamp>::Select(program, &loop));
+    }
     return loop;
   }
 

@@ -237,6 +237,9 @@ TEST(OutputWriterTest, QuantizedAddStageMatchesScalarEval) {
   constexpr int kSize = 140;  // the blocks' rows and columns: start + up to 131
   constexpr int kStride = kSize + 3;
   std::mt19937 random(23);
+  std::vector<std::int32_t> bias(kSize);
+  for (std::int32_t& value : bias) value = static_cast<std::int32_t>(random() % 2000001) - 1000000;
+  const VectorMap<const std::int32_t> channel_values(bias.data(), kSize);
   std::vector<std::uint8_t> unsigned_residual(kSize * kStride);
   std::vector<std::int8_t> signed_residual(kSize * kStride);
   for (std::uint8_t& value : unsigned_residual) value = static_cast<std::uint8_t>(random());
@@ -265,14 +268,25 @@ TEST(OutputWriterTest, QuantizedAddStageMatchesScalarEval) {
             test_case.output, QuantizedType::Uint8());
         ASSERT_EQ(plan.low_bits > 0, test_case.split);
         for (Order order : {Order::kRowMajor, Order::kColMajor}) {
+          // Through the generic loop (after a shift), and through the known shapes of a
+          // requantization and the stage, with and without a bias before it.
           const auto check = [&](const auto& stage) {
-            const auto pipeline = std::make_tuple(OutputStageShiftByPOT{-23}, stage,
-                                                  OutputStageSaturatingCastToUint8{});
+            const OutputStageScaleInt32ByFixedPointAndExponent requantize{1 << 30, -22, 100};
+            const auto pipelines = std::make_tuple(
+                std::make_tuple(OutputStageShiftByPOT{-23}, stage,
+                                OutputStageSaturatingCastToUint8{}),
+                std::make_tuple(requantize, stage, OutputStageSaturatingCastToUint8{}),
+                std::make_tuple(OutputStageBiasAddition{channel_values, ChannelAxis::kCol},
+                                requantize, stage, OutputStageSaturatingCastToUint8{}));
             for (const KernelWriter& kernel_writer : Writers()) {
               SCOPED_TRACE(KernelName(kernel_writer.kernel));
               for (int length : {1, 2, 3, 5, 8, 9, 15, 16, 17, 31, 33, 67, 131}) {
-                CheckWriter(kernel_writer.writer, pipeline, length, 3);
-                CheckWriter(kernel_writer.writer, pipeline, 3, length);
+                std::apply(
+                    [&](const auto&... pipeline) {
+                      (CheckWriter(kernel_writer.writer, pipeline, length, 3), ...);
+                      (CheckWriter(kernel_writer.writer, pipeline, 3, length), ...);
+                    },
+                    pipelines);
               }
             }
           };
