@@ -20,6 +20,7 @@ namespace {
 using internal::CheckPointer;
 using internal::CheckType;
 using internal::CheckZeroPoint;
+using internal::QuantizeChecked;
 using internal::Text;
 
 void CheckFinite(double value, const std::string& name) {
@@ -71,33 +72,6 @@ QuantizationParams ChooseChecked(double min, double max, const QuantizedType& ty
                               Text(scale) + ", which must be finite and at least DBL_MIN");
   }
   return {scale, zero_point};
-}
-
-// `real_multiplier` = fraction * 2^exponent, fraction in [0.5, 1), rounded to a Q31 fraction.
-FixedPointMultiplier QuantizeChecked(double real_multiplier, const std::string& name) {
-  if (std::isnan(real_multiplier) || std::isinf(real_multiplier)) {
-    throw Error(name, "must be finite, got " + Text(real_multiplier));
-  }
-  if (real_multiplier <= 0) {
-    throw Error(name, "must be positive, got " + Text(real_multiplier));
-  }
-  int exponent;
-  const double fraction = std::frexp(real_multiplier, &exponent);
-  // fraction * 2^31 < 2^31 is exact in a double up to the rounding to an integer (ties away).
-  auto multiplier = static_cast<std::int64_t>(std::round(fraction * 2147483648.0));
-  if (multiplier == (std::int64_t{1} << 31)) {
-    // fraction rounded up to 1: 2^31 * 2^(exponent - 31) = 2^30 * 2^(exponent + 1 - 31).
-    multiplier = std::int64_t{1} << 30;
-    ++exponent;
-  }
-  // OutputStageScaleInt32ByFixedPointAndExponent accepts exponents in [-31, 30].
-  if (exponent < -31 || exponent > 30) {
-    throw Error(name,
-                "must be in [2^-32 (1 - 2^-32), 2^30 (1 - 2^-32)) so that its exponent is in "
-                "[-31, 30] (OutputStageScaleInt32ByFixedPointAndExponent), got " +
-                    Text(real_multiplier) + " (exponent " + std::to_string(exponent) + ")");
-  }
-  return {static_cast<std::int32_t>(multiplier), exponent};
 }
 
 void CheckParams(const QuantizationParams& params, const QuantizedType& type, bool check_type) {
@@ -286,6 +260,33 @@ void CheckPointer(const void* pointer, std::size_t count, const std::string& nam
   if (pointer == nullptr && count > 0) {
     throw Error(name, "must not be null for a count of " + std::to_string(count));
   }
+}
+
+// `real_multiplier` = fraction * 2^exponent, fraction in [0.5, 1), rounded to a Q31 fraction.
+FixedPointMultiplier QuantizeChecked(double real_multiplier, const std::string& name) {
+  if (std::isnan(real_multiplier) || std::isinf(real_multiplier)) {
+    throw Error(name, "must be finite, got " + Text(real_multiplier));
+  }
+  if (real_multiplier <= 0) {
+    throw Error(name, "must be positive, got " + Text(real_multiplier));
+  }
+  int exponent;
+  const double fraction = std::frexp(real_multiplier, &exponent);
+  // fraction * 2^31 < 2^31 is exact in a double up to the rounding to an integer (ties away).
+  auto multiplier = static_cast<std::int64_t>(std::round(fraction * 2147483648.0));
+  if (multiplier == (std::int64_t{1} << 31)) {
+    // fraction rounded up to 1: 2^31 * 2^(exponent - 31) = 2^30 * 2^(exponent + 1 - 31).
+    multiplier = std::int64_t{1} << 30;
+    ++exponent;
+  }
+  // OutputStageScaleInt32ByFixedPointAndExponent accepts exponents in [-31, 30].
+  if (exponent < -31 || exponent > 30) {
+    throw Error(name,
+                "must be in [2^-32 (1 - 2^-32), 2^30 (1 - 2^-32)) so that its exponent is in "
+                "[-31, 30] (OutputStageScaleInt32ByFixedPointAndExponent), got " +
+                    Text(real_multiplier) + " (exponent " + std::to_string(exponent) + ")");
+  }
+  return {static_cast<std::int32_t>(multiplier), exponent};
 }
 
 }  // namespace internal

@@ -1,5 +1,6 @@
-// The argument checks that the quantization helpers (internal/quantization.cc) and the quantized
-// add (internal/quantized_add.cc) share, with the same messages.
+// The argument checks that the quantization helpers (internal/quantization.cc), the quantized
+// add (internal/quantized_add.cc) and the quantized GEMM (internal/quantized_gemm.cc) share, with
+// the same messages.
 #ifndef LOWBIT_INTERNAL_QUANTIZATION_CHECKS_H_
 #define LOWBIT_INTERNAL_QUANTIZATION_CHECKS_H_
 
@@ -23,6 +24,9 @@ void CheckZeroPoint(std::int32_t zero_point, const QuantizedType& type, const st
 
 // Throws lowbit::Error naming `name` for a null pointer to a nonzero count of entries.
 void CheckPointer(const void* pointer, std::size_t count, const std::string& name);
+
+// QuantizeMultiplier, its errors naming `name`.
+FixedPointMultiplier QuantizeChecked(double real_multiplier, const std::string& name);
 
 }  // namespace internal
 }  // namespace lowbit

@@ -1,5 +1,6 @@
 // Everything a lowbit user includes: maps, context, output stages, bit depths, the GEMM entry
-// points, and the quantization toolkit (parameters, multipliers, the quantized add and its stage).
+// points, and the quantization toolkit (parameters, multipliers, the quantized add and its stage,
+// the quantized GEMM and fully-connected layer).
 #ifndef LOWBIT_PUBLIC_LOWBIT_H_
 #define LOWBIT_PUBLIC_LOWBIT_H_
 
@@ -13,5 +14,6 @@
 #include "public/prepacked.h"
 #include "public/quantization.h"
 #include "public/quantized_add.h"
+#include "public/quantized_gemm.h"
 
 #endif  // LOWBIT_PUBLIC_LOWBIT_H_
