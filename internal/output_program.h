@@ -87,14 +87,33 @@ struct AlignedSumParameters {
   }
 };
 
-// kAlignedSum's operands: the alignment, and the second operand, a uint8 or int8 matrix the
-// result's size whose entry (row, col) is at residual + row * row_step + col * col_step.
+// A per-channel parameter's value at (row, col).
+inline std::int32_t ValueAt(const ChannelParameter& parameter, int row, int col) {
+  if (parameter.per_channel == nullptr) return parameter.value;
+  return parameter.per_channel[parameter.axis == ChannelAxis::kRow ? row : col];
+}
+
+// kAlignedSum's operands: the alignment's six integers, each one value or one per result row or
+// column (per-axis inputs), and the second operand, a uint8 or int8 matrix the result's size
+// whose entry (row, col) is at residual + row * row_step + col * col_step.
 struct AlignedSumOperands {
-  AlignedSumParameters parameters;
+  ChannelParameter lhs_zero_point, rhs_zero_point;
+  ChannelParameter lhs_multiplier, rhs_multiplier;
+  ChannelParameter lhs_low_multiplier, rhs_low_multiplier;
+  bool split;
   const void* residual;
   bool residual_signed;
   std::ptrdiff_t row_step, col_step;
 
+  AlignedSumParameters ParametersAt(int row, int col) const {
+    return {ValueAt(lhs_zero_point, row, col),
+            ValueAt(rhs_zero_point, row, col),
+            ValueAt(lhs_multiplier, row, col),
+            ValueAt(rhs_multiplier, row, col),
+            ValueAt(lhs_low_multiplier, row, col),
+            ValueAt(rhs_low_multiplier, row, col),
+            split};
+  }
   std::int32_t Residual(int row, int col) const {
     const std::ptrdiff_t index = row * row_step + col * col_step;
     return residual_signed ? std::int32_t{static_cast<const std::int8_t*>(residual)[index]}
@@ -102,6 +121,7 @@ struct AlignedSumOperands {
   }
   // What kAlignedSum computes from the value v (already in the lhs type's range) at (row, col).
   std::int32_t Eval(std::int32_t v, int row, int col) const {
+    const AlignedSumParameters parameters = ParametersAt(row, col);
     return parameters.Sum(v - parameters.lhs_zero_point,
                           Residual(row, col) - parameters.rhs_zero_point);
   }

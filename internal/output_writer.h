@@ -135,10 +135,12 @@ struct LineInstruction {
   bool along_cols = true;
   int line_first = 0;
   Raw line_part = fixedpoint::Dup<Raw>(0);
-  // A kAlignedSum's line: the residual's entry for the line's first entry, and the bytes from
-  // one entry to the next along the line.
+  // A kAlignedSum's line: the residual's entry for the line's first entry, the bytes from one
+  // entry to the next along the line, and the alignment's parameters (AlignedSumOperands:
+  // zero points, multipliers, low multipliers; lhs then rhs).
   const char* residual_line = nullptr;
   std::ptrdiff_t residual_step = 0;
+  LineParameter<Isa> aligned[6] = {};
 
   static LineInstruction For(const OutputInstruction& instruction) {
     LineInstruction line{&instruction,
@@ -171,6 +173,12 @@ struct LineInstruction {
       residual_line = static_cast<const char*>(operands.residual) + row * operands.row_step +
                       col * operands.col_step;
       residual_step = line_along_cols ? operands.col_step : operands.row_step;
+      const ChannelParameter* parameters[6] = {
+          &operands.lhs_zero_point, &operands.rhs_zero_point,     &operands.lhs_multiplier,
+          &operands.rhs_multiplier, &operands.lhs_low_multiplier, &operands.rhs_low_multiplier};
+      for (int i = 0; i < 6; ++i) {
+        aligned[i] = LineParameter<Isa>::For(*parameters[i], row, col, line_along_cols);
+      }
       return;
     }
     first = LineParameter<Isa>::For(instruction->first, row, col, line_along_cols);
@@ -314,24 +322,21 @@ struct LineInstruction {
     } else if constexpr (kOpcode == OutputOpcode::kClamp) {
       for (int j = 0; j < kBatch; ++j) v[j] = Isa::Min(Isa::Max(v[j], offset), limit);
     } else if constexpr (kOpcode == OutputOpcode::kAlignedSum) {
-      // AlignedSumParameters::Sum on lanes: `first` and `second` hold the lhs and rhs
-      // multipliers, `offset` and `limit` the zero points.
+      // AlignedSumParameters::Sum on lanes.
       const AlignedSumOperands& operands = *instruction->aligned_sum;
-      const AlignedSumParameters& parameters = operands.parameters;
       for (int j = 0; j < kBatch; ++j) {
         const Raw residual = ResidualLanes(operands.residual_signed, entry + j * Isa::kLanes,
                                            j + 1 < kBatch ? Isa::kLanes : count);
-        const Raw lhs_difference = fixedpoint::Sub(v[j], offset);
-        const Raw rhs_difference = fixedpoint::Sub(residual, limit);
-        Raw sum = fixedpoint::Add(fixedpoint::Mul(lhs_difference, first.broadcast),
-                                  fixedpoint::Mul(rhs_difference, second.broadcast));
-        if (parameters.split) {
+        const Raw lhs_difference = fixedpoint::Sub(v[j], lanes(aligned[0], j));
+        const Raw rhs_difference = fixedpoint::Sub(residual, lanes(aligned[1], j));
+        Raw sum = fixedpoint::Add(fixedpoint::Mul(lhs_difference, lanes(aligned[2], j)),
+                                  fixedpoint::Mul(rhs_difference, lanes(aligned[3], j)));
+        if (operands.split) {
           using Parameters = AlignedSumParameters;
           sum = Isa::Min(Isa::Max(sum, fixedpoint::Dup<Raw>(-Parameters::kHighLimit)),
                          fixedpoint::Dup<Raw>(Parameters::kHighLimit));
-          const Raw low = fixedpoint::Add(
-              fixedpoint::Mul(lhs_difference, fixedpoint::Dup<Raw>(parameters.lhs_low_multiplier)),
-              fixedpoint::Mul(rhs_difference, fixedpoint::Dup<Raw>(parameters.rhs_low_multiplier)));
+          const Raw low = fixedpoint::Add(fixedpoint::Mul(lhs_difference, lanes(aligned[4], j)),
+                                          fixedpoint::Mul(rhs_difference, lanes(aligned[5], j)));
           sum = fixedpoint::Add(fixedpoint::ShiftLeft(sum, Parameters::kLowBits), low);
         }
         v[j] = sum;

@@ -8,8 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "fixedpoint/fixedpoint.h"
@@ -190,27 +192,42 @@ void AddRows(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, std::
   }
 }
 
-// Entries a per-tensor add widens and writes at a time.
+// Entries an add widens and writes at a time.
 constexpr std::size_t kChunk = 1024;
 
-// A per-tensor add on the output writer of the kernel a default Context runs (LOWBIT_KERNEL or
-// the best), which gives AddRows' bits (test/output_writer_test.cc checks every writer against
-// the scalar stages): the lhs widened to int32 a chunk at a time as a one-row block of
+// A plan's per-channel values as a kAlignedSum parameter for the entries of row `row` from
+// column `first_col` on: one value, the row's own channel, or the columns' channels from
+// first_col (0 for empty low multipliers, which a plan without the split has).
+internal::ChannelParameter LineChannels(const std::vector<std::int32_t>& values, ChannelAxis axis,
+                                        std::size_t row, std::size_t first_col) {
+  if (values.empty()) return internal::OneValue(0);
+  if (values.size() == 1) return internal::OneValue(values[0]);
+  if (axis == ChannelAxis::kRow) return internal::OneValue(values[row]);
+  return internal::PerChannel(values.data() + first_col, ChannelAxis::kCol);
+}
+
+// The add on the output writer of the kernel a default Context runs (LOWBIT_KERNEL or the best),
+// which gives AddRows' bits (test/output_writer_test.cc checks every writer against the scalar
+// stages): the lhs widened to int32 a chunk of a row at a time as a one-row block of
 // "accumulators", the rhs as kAlignedSum's residual, then the output requantization and clamp.
-// False, with nothing written, where the kernel has no writer (the reference kernel).
+// A per-tensor plan takes the rows x cols entries as one row. False, with nothing written, where
+// the kernel has no writer (the reference kernel).
 template <typename Lhs, typename Rhs, typename Output>
-bool AddOnWriter(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, std::size_t count,
-                 Output* output) {
+bool AddOnWriter(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, std::size_t rows,
+                 std::size_t cols, Output* output) {
   const internal::OutputWriter writer = internal::OutputWriterFor(Context().ResolvedKernel());
   if (writer == nullptr) return false;
-  internal::AlignedSumOperands operands{ParametersFor(plan, 0, 0), nullptr,
-                                        std::is_signed<Rhs>::value, 0, 1};
-  const internal::AlignedSumParameters& parameters = operands.parameters;
+  if (plan.lhs_multipliers.size() == 1 && plan.rhs_multipliers.size() == 1) {
+    cols *= rows;
+    rows = 1;
+  }
+  internal::AlignedSumOperands operands;
+  operands.split = plan.low_bits > 0;
+  operands.residual_signed = std::is_signed<Rhs>::value;
+  operands.row_step = 0;
+  operands.col_step = 1;
   internal::OutputProgram program;
-  program.Append({internal::OutputOpcode::kAlignedSum,
-                  internal::OneValue(parameters.lhs_multiplier),
-                  internal::OneValue(parameters.rhs_multiplier), parameters.lhs_zero_point,
-                  parameters.rhs_zero_point, &operands});
+  program.Append({internal::OutputOpcode::kAlignedSum, {}, {}, 0, 0, &operands});
   program.Append({internal::OutputOpcode::kScaleByFixedPoint,
                   internal::OneValue(plan.output_multiplier),
                   internal::OneValue(plan.output_exponent), plan.output_zero_point, 0});
@@ -218,13 +235,24 @@ bool AddOnWriter(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, s
   const internal::ElementType output_type =
       std::is_signed<Output>::value ? internal::ElementType::kInt8 : internal::ElementType::kUint8;
   std::int32_t widened[kChunk];
-  for (std::size_t first = 0; first < count; first += kChunk) {
-    const int size = static_cast<int>(count - first < kChunk ? count - first : kChunk);
-    for (int i = 0; i < size; ++i) widened[i] = lhs[first + i];
-    operands.residual = rhs + first;
-    const internal::AccumulatorBlock block{0, 0, 1, size, widened, size, 1};
-    writer(program, block, internal::OffsetTerms{}, nullptr,
-           {output + first, output_type, 1, size, Order::kRowMajor, size});
+  for (std::size_t row = 0; row < rows; ++row) {
+    for (std::size_t first_col = 0; first_col < cols; first_col += kChunk) {
+      const std::size_t first = row * cols + first_col;
+      const int size = static_cast<int>(cols - first_col < kChunk ? cols - first_col : kChunk);
+      for (int i = 0; i < size; ++i) widened[i] = lhs[first + i];
+      operands.lhs_zero_point = LineChannels(plan.lhs_zero_points, plan.lhs_axis, row, first_col);
+      operands.rhs_zero_point = LineChannels(plan.rhs_zero_points, plan.rhs_axis, row, first_col);
+      operands.lhs_multiplier = LineChannels(plan.lhs_multipliers, plan.lhs_axis, row, first_col);
+      operands.rhs_multiplier = LineChannels(plan.rhs_multipliers, plan.rhs_axis, row, first_col);
+      operands.lhs_low_multiplier =
+          LineChannels(plan.lhs_low_multipliers, plan.lhs_axis, row, first_col);
+      operands.rhs_low_multiplier =
+          LineChannels(plan.rhs_low_multipliers, plan.rhs_axis, row, first_col);
+      operands.residual = rhs + first;
+      const internal::AccumulatorBlock block{0, 0, 1, size, widened, size, 1};
+      writer(program, block, internal::OffsetTerms{}, nullptr,
+             {output + first, output_type, 1, size, Order::kRowMajor, size});
+    }
   }
   return true;
 }
@@ -319,9 +347,9 @@ void QuantizedAdd(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, 
   CheckChannels(plan.rhs_multipliers.size(), plan.rhs_axis, rows, cols, "rhs");
   const std::size_t row_count = static_cast<std::size_t>(rows);
   const std::size_t col_count = static_cast<std::size_t>(cols);
-  const bool per_tensor = plan.lhs_multipliers.size() == 1 && plan.rhs_multipliers.size() == 1;
-  if (per_tensor && AddOnWriter(plan, lhs, rhs, row_count * col_count, output)) return;
-  AddRows(plan, lhs, rhs, row_count, col_count, output);
+  if (!AddOnWriter(plan, lhs, rhs, row_count, col_count, output)) {
+    AddRows(plan, lhs, rhs, row_count, col_count, output);
+  }
 }
 
 template <typename Lhs, typename Rhs, typename Output>
@@ -334,23 +362,45 @@ void QuantizedAdd(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, 
   if (plan.rhs_multipliers.size() != 1) {
     throw Error("rhs", "is per-axis in the plan: pass rows and cols, not a flat count");
   }
-  if (!AddOnWriter(plan, lhs, rhs, count, output)) AddRows(plan, lhs, rhs, 1, count, output);
+  if (!AddOnWriter(plan, lhs, rhs, 1, count, output)) AddRows(plan, lhs, rhs, 1, count, output);
 }
 
 template <typename Residual>
 OutputStageQuantizedAdd<Residual> MakeOutputStageQuantizedAdd(
     const QuantizedAddPlan& plan, const MatrixMap<const Residual>& residual) {
-  if (plan.lhs_multipliers.size() != 1 || plan.rhs_multipliers.size() != 1) {
-    throw Error("plan",
-                "must be per-tensor for the output stage (one scale for the GEMM's result "
-                "and one for the residual); QuantizedAdd adds per-axis tensors");
-  }
   if (plan.rhs_type.is_signed != std::is_signed<Residual>::value) {
     throw Error("residual", plan.rhs_type.is_signed
                                 ? "must be int8_t data: the plan's rhs type is signed"
                                 : "must be uint8_t data: the plan's rhs type is unsigned");
   }
-  return OutputStageQuantizedAdd<Residual>(plan, residual, ParametersFor(plan, 0, 0));
+  auto aligned = std::make_shared<internal::QuantizedAddStageOperands>();
+  aligned->lhs_zero_points = plan.lhs_zero_points;
+  aligned->rhs_zero_points = plan.rhs_zero_points;
+  aligned->lhs_multipliers = plan.lhs_multipliers;
+  aligned->rhs_multipliers = plan.rhs_multipliers;
+  aligned->lhs_low_multipliers = plan.lhs_low_multipliers;
+  aligned->rhs_low_multipliers = plan.rhs_low_multipliers;
+  // Each parameter as LineChannels gives it for the whole result: one value, or the channels
+  // along its axis.
+  const auto channels = [](const std::vector<std::int32_t>& values, ChannelAxis axis) {
+    if (values.empty()) return internal::OneValue(0);
+    if (values.size() == 1) return internal::OneValue(values[0]);
+    return internal::PerChannel(values.data(), axis);
+  };
+  internal::AlignedSumOperands& operands = aligned->operands;
+  operands.lhs_zero_point = channels(aligned->lhs_zero_points, plan.lhs_axis);
+  operands.rhs_zero_point = channels(aligned->rhs_zero_points, plan.rhs_axis);
+  operands.lhs_multiplier = channels(aligned->lhs_multipliers, plan.lhs_axis);
+  operands.rhs_multiplier = channels(aligned->rhs_multipliers, plan.rhs_axis);
+  operands.lhs_low_multiplier = channels(aligned->lhs_low_multipliers, plan.lhs_axis);
+  operands.rhs_low_multiplier = channels(aligned->rhs_low_multipliers, plan.rhs_axis);
+  operands.split = plan.low_bits > 0;
+  operands.residual = residual.data();
+  operands.residual_signed = std::is_signed<Residual>::value;
+  const bool row_major = residual.order() == Order::kRowMajor;
+  operands.row_step = row_major ? residual.stride() : 1;
+  operands.col_step = row_major ? 1 : residual.stride();
+  return OutputStageQuantizedAdd<Residual>(plan, residual, std::move(aligned));
 }
 
 template OutputStageQuantizedAdd<std::uint8_t> MakeOutputStageQuantizedAdd(

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "internal/driver.h"
@@ -88,6 +90,20 @@ template <typename Lhs, typename Rhs, typename Output>
 void QuantizedAdd(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, std::size_t count,
                   Output* output);
 
+namespace internal {
+
+// The quantized add stage's alignment: copies of the plan's per-channel values and the operands
+// that point into them, shared by the stage's copies (a copy must not point into an original
+// that a std::make_tuple may already have destroyed) and never changed after construction.
+struct QuantizedAddStageOperands {
+  std::vector<std::int32_t> lhs_zero_points, rhs_zero_points;
+  std::vector<std::int32_t> lhs_multipliers, rhs_multipliers;
+  std::vector<std::int32_t> lhs_low_multipliers, rhs_low_multipliers;
+  AlignedSumOperands operands;
+};
+
+}  // namespace internal
+
 // The quantized add as an output stage: a residual branch added to a GEMM's result before it is
 // stored, in the same pass (fused into the vectorized writers like the other stages). The value
 // reaching the stage is the GEMM's result quantized as the plan's lhs, as a requantization stage
@@ -96,8 +112,9 @@ void QuantizedAdd(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, 
 // and leaves the sum quantized as the plan's output, clamped to [output_min, output_max]. Bit for
 // bit QuantizedAdd(plan, stored, residual) for `stored` the GEMM's result stored in the lhs type
 // by the same pipeline up to the stage; end the pipeline with the saturating cast to the output
-// type. Build it with MakeOutputStageQuantizedAdd; the residual's memory must outlive the GEMM
-// call and lie outside the result.
+// type. A per-axis input of the plan has one channel per result row (ChannelAxis::kRow) or
+// column (kCol). Build it with MakeOutputStageQuantizedAdd; the residual's memory must outlive the
+// GEMM call and lie outside the result.
 template <typename Residual>
 class OutputStageQuantizedAdd {
   static_assert(std::is_same<Residual, std::uint8_t>::value ||
@@ -115,21 +132,20 @@ class OutputStageQuantizedAdd {
                                           std::to_string(residual_.rows()) + " x " +
                                           std::to_string(residual_.cols()));
     }
+    CheckChannels(aligned_->lhs_multipliers.size(), lhs_axis_, rows, cols, name, "lhs");
+    CheckChannels(aligned_->rhs_multipliers.size(), rhs_axis_, rows, cols, name, "rhs");
   }
   template <typename Visit>
   void VisitInputs(Visit&& visit) const {
     visit("residual", residual_);
   }
-  // The lhs saturation, the alignment (reading the residual through `operands_`), the output
-  // requantization and its clamp: four instructions.
+  // The lhs saturation, the alignment (reading the residual), the output requantization and
+  // its clamp: four instructions.
   bool Compile(internal::OutputProgram* program) const {
     using internal::OneValue;
     using internal::OutputOpcode;
-    const internal::AlignedSumParameters& parameters = operands_.parameters;
     return program->Append({OutputOpcode::kClamp, {}, {}, lhs_min_, lhs_max_}) &&
-           program->Append({OutputOpcode::kAlignedSum, OneValue(parameters.lhs_multiplier),
-                            OneValue(parameters.rhs_multiplier), parameters.lhs_zero_point,
-                            parameters.rhs_zero_point, &operands_}) &&
+           program->Append({OutputOpcode::kAlignedSum, {}, {}, 0, 0, &aligned_->operands}) &&
            program->Append({OutputOpcode::kScaleByFixedPoint, OneValue(output_multiplier_),
                             OneValue(output_exponent_), output_zero_point_, 0}) &&
            program->Append({OutputOpcode::kClamp, {}, {}, output_min_, output_max_});
@@ -138,8 +154,8 @@ class OutputStageQuantizedAdd {
     const std::int32_t lhs = std::min(std::max(acc, lhs_min_), lhs_max_);
     // The plan keeps the output exponent negative: a right shift only.
     const std::int32_t scaled =
-        stage_detail::ScaleByFixedPoint(operands_.Eval(lhs, row, col), output_multiplier_, 0,
-                                        -output_exponent_, output_zero_point_);
+        stage_detail::ScaleByFixedPoint(aligned_->operands.Eval(lhs, row, col), output_multiplier_,
+                                        0, -output_exponent_, output_zero_point_);
     return std::min(std::max(scaled, output_min_), output_max_);
   }
 
@@ -148,31 +164,44 @@ class OutputStageQuantizedAdd {
   friend OutputStageQuantizedAdd<R> MakeOutputStageQuantizedAdd(const QuantizedAddPlan&,
                                                                 const MatrixMap<const R>&);
   OutputStageQuantizedAdd(const QuantizedAddPlan& plan, const MatrixMap<const Residual>& residual,
-                          const internal::AlignedSumParameters& parameters)
+                          std::shared_ptr<const internal::QuantizedAddStageOperands> aligned)
       : residual_(residual),
+        aligned_(std::move(aligned)),
+        lhs_axis_(plan.lhs_axis),
+        rhs_axis_(plan.rhs_axis),
         lhs_min_(plan.lhs_type.min()),
         lhs_max_(plan.lhs_type.max()),
-        operands_{parameters, residual.data(), std::is_signed<Residual>::value,
-                  residual.order() == Order::kRowMajor ? residual.stride() : 1,
-                  residual.order() == Order::kRowMajor ? 1 : residual.stride()},
         output_multiplier_(plan.output_multiplier),
         output_exponent_(plan.output_exponent),
         output_zero_point_(plan.output_zero_point),
         output_min_(plan.output_min),
         output_max_(plan.output_max) {}
 
+  // A per-axis input needs one channel per result row (kRow) or column (kCol).
+  static void CheckChannels(std::size_t channels, ChannelAxis axis, int rows, int cols,
+                            const std::string& name, const char* input) {
+    const int expected = axis == ChannelAxis::kRow ? rows : cols;
+    if (channels != 1 && channels != static_cast<std::size_t>(expected)) {
+      throw Error(name + ".plan", std::string("has a per-axis ") + input + " of " +
+                                      std::to_string(channels) + " channels; it needs one per " +
+                                      "result " + (axis == ChannelAxis::kRow ? "row" : "column") +
+                                      " (" + std::to_string(expected) + ")");
+    }
+  }
+
   MatrixMap<const Residual> residual_;
+  std::shared_ptr<const internal::QuantizedAddStageOperands> aligned_;
+  ChannelAxis lhs_axis_, rhs_axis_;
   std::int32_t lhs_min_, lhs_max_;  // the range of the plan's lhs type
-  internal::AlignedSumOperands operands_;
   std::int32_t output_multiplier_;
   int output_exponent_;
   std::int32_t output_zero_point_, output_min_, output_max_;
 };
 
 // The stage for `plan` and `residual` (the rhs of the add, in the plan's rhs type). Throws
-// lowbit::Error for a plan with a per-axis input ("plan": the stage takes per-tensor plans; use
-// QuantizedAdd for per-axis tensors) and for a residual whose signedness is not the plan's rhs
-// type's ("residual"). The residual's shape and storage are checked with the GEMM's arguments.
+// lowbit::Error for a residual whose signedness is not the plan's rhs type's ("residual"). The
+// residual's shape and storage, and a per-axis input's channel count, are checked with the
+// GEMM's arguments ("pipeline[i].residual...", "pipeline[i].plan").
 template <typename Residual>
 OutputStageQuantizedAdd<Residual> MakeOutputStageQuantizedAdd(
     const QuantizedAddPlan& plan, const MatrixMap<const Residual>& residual);

@@ -232,7 +232,8 @@ TEST(OutputWriterTest, EveryCompiledStageMatchesScalarEval) {
 // The quantized add's stage (public/quantized_add.h) reads its residual at each result's row and
 // column: along and across the residual's storage order (contiguous loads and gathers), uint8 and
 // int8, with a plan of one product per input and a split one (an output scale 2^14 times finer
-// than the inputs'). A shift first brings the edge values near the lhs type's range.
+// than the inputs'), per-tensor and per-axis (a channel per row for the lhs, per column for the
+// residual). A shift first brings the edge values near the lhs type's range.
 TEST(OutputWriterTest, QuantizedAddStageMatchesScalarEval) {
   constexpr int kSize = 140;  // the blocks' rows and columns: start + up to 131
   constexpr int kStride = kSize + 3;
@@ -260,44 +261,56 @@ TEST(OutputWriterTest, QuantizedAddStageMatchesScalarEval) {
           if (is_signed) p.zero_point -= 128;
           return p;
         };
-        const QuantizedAddPlan plan = MakeQuantizedAddPlan(
-            {type(signed_lhs), {params(test_case.lhs, signed_lhs)}, ChannelAxis::kRow},
-            {type(signed_residual_type),
-             {params(test_case.rhs, signed_residual_type)},
-             ChannelAxis::kRow},
-            test_case.output, QuantizedType::Uint8());
-        ASSERT_EQ(plan.low_bits > 0, test_case.split);
-        for (Order order : {Order::kRowMajor, Order::kColMajor}) {
-          // Through the generic loop (after a shift), and through the known shapes of a
-          // requantization and the stage, with and without a bias before it.
-          const auto check = [&](const auto& stage) {
-            const OutputStageScaleInt32ByFixedPointAndExponent requantize{1 << 30, -22, 100};
-            const auto pipelines = std::make_tuple(
-                std::make_tuple(OutputStageShiftByPOT{-23}, stage,
-                                OutputStageSaturatingCastToUint8{}),
-                std::make_tuple(requantize, stage, OutputStageSaturatingCastToUint8{}),
-                std::make_tuple(OutputStageBiasAddition{channel_values, ChannelAxis::kCol},
-                                requantize, stage, OutputStageSaturatingCastToUint8{}));
-            for (const KernelWriter& kernel_writer : Writers()) {
-              SCOPED_TRACE(KernelName(kernel_writer.kernel));
-              for (int length : {1, 2, 3, 5, 8, 9, 15, 16, 17, 31, 33, 67, 131}) {
-                std::apply(
-                    [&](const auto&... pipeline) {
-                      (CheckWriter(kernel_writer.writer, pipeline, length, 3), ...);
-                      (CheckWriter(kernel_writer.writer, pipeline, 3, length), ...);
-                    },
-                    pipelines);
+        // Per-tensor, or per-axis: the lhs with a channel per result row, the residual per
+        // column, each channel's scale and zero point its own.
+        const auto input = [&](const QuantizationParams& base, bool is_signed, bool per_axis,
+                               ChannelAxis axis) {
+          QuantizedAddInput added{type(is_signed), {params(base, is_signed)}, axis};
+          for (int channel = 1; per_axis && channel < kSize; ++channel) {
+            added.params.push_back(
+                params({base.scale * (1 + channel % 7 * 0.125), base.zero_point + channel % 5 - 2},
+                       is_signed));
+          }
+          return added;
+        };
+        for (bool per_axis : {false, true}) {
+          const QuantizedAddPlan plan = MakeQuantizedAddPlan(
+              input(test_case.lhs, signed_lhs, per_axis, ChannelAxis::kRow),
+              input(test_case.rhs, signed_residual_type, per_axis, ChannelAxis::kCol),
+              test_case.output, QuantizedType::Uint8());
+          ASSERT_EQ(plan.low_bits > 0, test_case.split);
+          for (Order order : {Order::kRowMajor, Order::kColMajor}) {
+            // Through the generic loop (after a shift), and through the known shapes of a
+            // requantization and the stage, with and without a bias before it.
+            const auto check = [&](const auto& stage) {
+              const OutputStageScaleInt32ByFixedPointAndExponent requantize{1 << 30, -22, 100};
+              const auto pipelines = std::make_tuple(
+                  std::make_tuple(OutputStageShiftByPOT{-23}, stage,
+                                  OutputStageSaturatingCastToUint8{}),
+                  std::make_tuple(requantize, stage, OutputStageSaturatingCastToUint8{}),
+                  std::make_tuple(OutputStageBiasAddition{channel_values, ChannelAxis::kCol},
+                                  requantize, stage, OutputStageSaturatingCastToUint8{}));
+              for (const KernelWriter& kernel_writer : Writers()) {
+                SCOPED_TRACE(KernelName(kernel_writer.kernel));
+                for (int length : {1, 2, 3, 5, 8, 9, 15, 16, 17, 31, 33, 67, 131}) {
+                  std::apply(
+                      [&](const auto&... pipeline) {
+                        (CheckWriter(kernel_writer.writer, pipeline, length, 3), ...);
+                        (CheckWriter(kernel_writer.writer, pipeline, 3, length), ...);
+                      },
+                      pipelines);
+                }
               }
+            };
+            if (signed_residual_type) {
+              check(MakeOutputStageQuantizedAdd(
+                  plan, MatrixMap<const std::int8_t>(signed_residual.data(), kSize, kSize, order,
+                                                     kStride)));
+            } else {
+              check(MakeOutputStageQuantizedAdd(
+                  plan, MatrixMap<const std::uint8_t>(unsigned_residual.data(), kSize, kSize, order,
+                                                      kStride)));
             }
-          };
-          if (signed_residual_type) {
-            check(MakeOutputStageQuantizedAdd(
-                plan, MatrixMap<const std::int8_t>(signed_residual.data(), kSize, kSize, order,
-                                                   kStride)));
-          } else {
-            check(MakeOutputStageQuantizedAdd(
-                plan, MatrixMap<const std::uint8_t>(unsigned_residual.data(), kSize, kSize, order,
-                                                    kStride)));
           }
         }
       }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -457,9 +458,56 @@ TEST(QuantizedAddTest, BadArgumentsAreNamed) {
                static_cast<const std::uint8_t*>(nullptr), 0, static_cast<std::uint8_t*>(nullptr));
 }
 
+// The add runs on the writer of the kernel a default Context picks (LOWBIT_KERNEL): every kernel's
+// writer gives the reference kernel's bits (the scalar loop), per-tensor, per-axis along rows and
+// columns, and split, for a shape that leaves partial vectors and chunks.
+TEST(QuantizedAddTest, EveryKernelGivesTheScalarBits) {
+  std::mt19937 random(43);
+  constexpr int kRows = 7, kCols = 1100;
+  std::vector<std::uint8_t> lhs(kRows * kCols);
+  std::vector<std::int8_t> rhs(kRows * kCols);
+  for (std::uint8_t& value : lhs) value = static_cast<std::uint8_t>(random());
+  for (std::int8_t& value : rhs) value = static_cast<std::int8_t>(random());
+  QuantizedAddInput per_row{QuantizedType::Uint8(), {}, ChannelAxis::kRow};
+  for (int r = 0; r < kRows; ++r) per_row.params.push_back({0.02 * (1 + r), 100 + r});
+  QuantizedAddInput per_col{QuantizedType::Int8(), {}, ChannelAxis::kCol};
+  for (int c = 0; c < kCols; ++c) per_col.params.push_back({0.01 * (1 + c % 9), c % 11 - 5});
+  const QuantizedAddPlan plans[] = {
+      MakeQuantizedAddPlan(PerTensor(QuantizedType::Uint8(), 0.03, 120),
+                           PerTensor(QuantizedType::Int8(), 0.05, -3), {0.06, 30}),
+      MakeQuantizedAddPlan(per_row, per_col, {0.07, -20}, QuantizedType::Int8()),
+      MakeQuantizedAddPlan(per_row, PerTensor(QuantizedType::Int8(), 0.5, 3), {1e-5, 128})};
+  ASSERT_GT(plans[2].low_bits, 0);
+  const char* const saved = std::getenv("LOWBIT_KERNEL");
+  const std::string saved_value = saved != nullptr ? saved : "";
+  for (const QuantizedAddPlan& plan : plans) {
+    const auto add = [&](const char* kernel) {
+      setenv("LOWBIT_KERNEL", kernel, 1);
+      std::vector<std::uint8_t> unsigned_out(lhs.size());
+      std::vector<std::int8_t> signed_out(lhs.size());
+      if (plan.output_type.is_signed) {
+        QuantizedAdd(plan, lhs.data(), rhs.data(), kRows, kCols, signed_out.data());
+        return std::vector<int>(signed_out.begin(), signed_out.end());
+      }
+      QuantizedAdd(plan, lhs.data(), rhs.data(), kRows, kCols, unsigned_out.data());
+      return std::vector<int>(unsigned_out.begin(), unsigned_out.end());
+    };
+    const std::vector<int> scalar = add("reference");
+    for (Kernel kernel : AvailableKernels()) {
+      EXPECT_EQ(add(KernelName(kernel)), scalar) << KernelName(kernel);
+    }
+  }
+  if (saved != nullptr) {
+    setenv("LOWBIT_KERNEL", saved_value.c_str(), 1);
+  } else {
+    unsetenv("LOWBIT_KERNEL");
+  }
+}
+
 // The stage in a GEMM (bias, requantization to the lhs's scale, the residual add, the cast) gives
 // the bits of the same GEMM stored in the lhs type and then QuantizedAdd, on every kernel, thread
-// count and blocking, for residuals in either storage order and a split plan.
+// count and blocking, for residuals in either storage order, a split plan and a residual
+// quantized per column.
 TEST(QuantizedAddTest, StageInAGemmMatchesTheElementwiseAdd) {
   std::mt19937 random(41);
   const QuantizedAddInput gemm_result = PerTensor(QuantizedType::Uint8(), 0.03, 110);
@@ -484,7 +532,14 @@ TEST(QuantizedAddTest, StageInAGemmMatchesTheElementwiseAdd) {
           VectorMap<const std::int32_t>(bias.data(), shape.rows), ChannelAxis::kRow};
       const OutputStageScaleInt32ByFixedPointAndExponent requantize_stage{requantize.multiplier,
                                                                           requantize.exponent, 110};
-      for (const QuantizedAddPlan& plan : plans) {
+      // And a residual quantized per column.
+      QuantizedAddInput per_column{QuantizedType::Int8(), {}, ChannelAxis::kCol};
+      for (int c = 0; c < shape.cols; ++c) {
+        per_column.params.push_back({0.05 * (1 + c % 3 * 0.25), -9 + c % 4});
+      }
+      std::vector<QuantizedAddPlan> shape_plans(std::begin(plans), std::end(plans));
+      shape_plans.push_back(MakeQuantizedAddPlan(gemm_result, per_column, {0.06, 40}));
+      for (const QuantizedAddPlan& plan : shape_plans) {
         for (Order order : {Order::kRowMajor, Order::kColMajor}) {
           test::OwnedMatrix<std::int8_t> residual(shape.rows, shape.cols, order, 2, &random);
           // Stored in the lhs type, then added.
@@ -521,16 +576,14 @@ TEST(QuantizedAddTest, StageInAGemmMatchesTheElementwiseAdd) {
   }
 }
 
-// The stage's arguments: a per-axis plan, a residual of the other signedness, of the wrong size,
-// malformed, or in the result's memory; each named before anything is written.
+// The stage's arguments: a residual of the other signedness, of the wrong size, malformed, or in
+// the result's memory, and a per-axis input whose channels do not fit the result; each named
+// before anything is written.
 TEST(QuantizedAddTest, BadStageArgumentsAreNamed) {
   const QuantizedAddInput good = PerTensor(QuantizedType::Uint8(), 0.5, 3);
   const QuantizedAddPlan plan = MakeQuantizedAddPlan(good, good, {0.25, 7});
   std::vector<std::uint8_t> residual(12, 1);
   const MatrixMap<const std::uint8_t> residual_map(residual.data(), 3, 4, Order::kRowMajor);
-  const QuantizedAddPlan per_row = MakeQuantizedAddPlan(
-      good, {QuantizedType::Uint8(), {{0.5, 3}, {0.25, 4}, {1, 0}}, ChannelAxis::kRow}, {0.25, 7});
-  ExpectError([&] { MakeOutputStageQuantizedAdd(per_row, residual_map); }, "plan");
   std::vector<std::int8_t> signed_residual(12, 1);
   ExpectError(
       [&] {
@@ -558,6 +611,17 @@ TEST(QuantizedAddTest, BadStageArgumentsAreNamed) {
   ExpectError([&] { run(MatrixMap<const std::uint8_t>(nullptr, 3, 4, Order::kRowMajor)); },
               "pipeline[1].residual.data");
   ExpectError([&] { run(result_map); }, "pipeline[1].residual");
+  // A per-axis input of 4 channels along the rows of a 3-row result.
+  const QuantizedAddPlan per_row = MakeQuantizedAddPlan(
+      good, {QuantizedType::Uint8(), {{0.5, 3}, {0.25, 4}, {1, 0}, {1, 0}}, ChannelAxis::kRow},
+      {0.25, 7});
+  ExpectError(
+      [&] {
+        GemmWithOutputPipeline(&context, lhs_map, rhs_map, &result_map, Offsets(0), Offsets(0),
+                               std::make_tuple(MakeOutputStageQuantizedAdd(per_row, residual_map),
+                                               OutputStageSaturatingCastToUint8{}));
+      },
+      "pipeline[0].plan");
   EXPECT_EQ(result, std::vector<std::uint8_t>(12, 99));
   run(residual_map);
   // Each accumulator 2 * 3 * 5 = 30, shifted to 8 (7.5 rounded away from zero): real
