@@ -20,6 +20,7 @@ namespace {
 using internal::CheckPointer;
 using internal::CheckType;
 using internal::CheckZeroPoint;
+using internal::ChooseChecked;
 using internal::QuantizeChecked;
 using internal::Text;
 
@@ -31,6 +32,10 @@ void CheckFinite(double value, const std::string& name) {
 std::int32_t SymmetricZeroPoint(const QuantizedType& type) {
   return type.is_signed ? 0 : (1 << (type.bits - 1));
 }
+
+}  // namespace
+
+namespace internal {
 
 QuantizationParams ChooseChecked(double min, double max, const QuantizedType& type,
                                  QuantizationMode mode, const std::string& min_name,
@@ -73,6 +78,10 @@ QuantizationParams ChooseChecked(double min, double max, const QuantizedType& ty
   }
   return {scale, zero_point};
 }
+
+}  // namespace internal
+
+namespace {
 
 void CheckParams(const QuantizationParams& params, const QuantizedType& type, bool check_type) {
   if (!std::isfinite(params.scale) || params.scale <= 0) {

@@ -25,6 +25,11 @@ void CheckZeroPoint(std::int32_t zero_point, const QuantizedType& type, const st
 // Throws lowbit::Error naming `name` for a null pointer to a nonzero count of entries.
 void CheckPointer(const void* pointer, std::size_t count, const std::string& name);
 
+// ChooseQuantizationParams, its errors naming `min_name` and `max_name`.
+QuantizationParams ChooseChecked(double min, double max, const QuantizedType& type,
+                                 QuantizationMode mode, const std::string& min_name,
+                                 const std::string& max_name);
+
 // QuantizeMultiplier, its errors naming `name`.
 FixedPointMultiplier QuantizeChecked(double real_multiplier, const std::string& name);
 

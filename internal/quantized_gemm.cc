@@ -119,10 +119,30 @@ QuantizedGemmPipeline MakeQuantizedGemmPipeline(const QuantizationParams& lhs,
   CheckActivation(activation);
   const FixedPointMultiplier multiplier =
       ResultMultiplier(lhs.scale * rhs.scale, result.scale, "result");
-  return {-lhs.zero_point, -rhs.zero_point,
+  return {lhs,
+          rhs,
+          result,
+          -lhs.zero_point,
+          -rhs.zero_point,
           OutputStageScaleInt32ByFixedPointAndExponent{multiplier.multiplier, multiplier.exponent,
                                                        result.zero_point},
           ActivationClamp(result, result_type, activation)};
+}
+
+QuantizedGemmPipeline MakeQuantizedGemmPipeline(const FloatRange& lhs, QuantizedType lhs_type,
+                                                const FloatRange& rhs, QuantizedType rhs_type,
+                                                const FloatRange& result, QuantizedType result_type,
+                                                FusedActivation activation) {
+  const auto params = [](const FloatRange& range, const QuantizedType& type,
+                         const std::string& name) {
+    internal::CheckType(type, name + "_type");
+    return internal::ChooseChecked(range.min, range.max, type, QuantizationMode::kAsymmetric,
+                                   name + ".min", name + ".max");
+  };
+  const QuantizationParams lhs_params = params(lhs, lhs_type, "lhs");
+  const QuantizationParams rhs_params = params(rhs, rhs_type, "rhs");
+  const QuantizationParams result_params = params(result, result_type, "result");
+  return MakeQuantizedGemmPipeline(lhs_params, rhs_params, result_params, result_type, activation);
 }
 
 namespace {

@@ -36,13 +36,20 @@ enum class FusedActivation {
   kRelu6,  // 0 <= real result <= 6
 };
 
+// A range of real values: what a calibration observed of a tensor, or what it is known to hold.
+struct FloatRange {
+  double min;
+  double max;
+};
+
 // What takes the int32 accumulators of a GEMM of two quantized matrices to a third:
 //   result = clamp(round(acc * lhs.scale * rhs.scale / result.scale) + result.zero_point)
 // with acc = sum (lhs - lhs.zero_point) (rhs - rhs.zero_point), i.e. the GEMM's offsets, and the
 // clamp to the result type narrowed by the activation.
 struct QuantizedGemmPipeline {
-  std::int32_t lhs_offset;  // -lhs.zero_point
-  std::int32_t rhs_offset;  // -rhs.zero_point
+  QuantizationParams lhs, rhs, result;  // the params it was made for
+  std::int32_t lhs_offset;              // -lhs.zero_point
+  std::int32_t rhs_offset;              // -rhs.zero_point
   OutputStageScaleInt32ByFixedPointAndExponent requantize;
   OutputStageClamp clamp;
 
@@ -68,6 +75,15 @@ struct QuantizedGemmPipeline {
 QuantizedGemmPipeline MakeQuantizedGemmPipeline(
     const QuantizationParams& lhs, const QuantizationParams& rhs, const QuantizationParams& result,
     QuantizedType result_type = QuantizedType::Uint8(),
+    FusedActivation activation = FusedActivation::kNone);
+
+// The same from the real ranges of lhs, rhs and result: each gets the asymmetric params of its
+// range in its type (ChooseQuantizationParams; the pipeline's lhs, rhs and result fields give
+// them back, to quantize the operands with). Also throws lowbit::Error naming "lhs.min",
+// "rhs.max", ... as ChooseQuantizationParams names "min" and "max", and "lhs_type.bits", ...
+QuantizedGemmPipeline MakeQuantizedGemmPipeline(
+    const FloatRange& lhs, QuantizedType lhs_type, const FloatRange& rhs, QuantizedType rhs_type,
+    const FloatRange& result, QuantizedType result_type = QuantizedType::Uint8(),
     FusedActivation activation = FusedActivation::kNone);
 
 // result = lhs x rhs in real terms, quantized with result->params, the activation fused. The

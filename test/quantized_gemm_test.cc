@@ -52,6 +52,46 @@ TEST(QuantizedGemmPipelineTest, IntegersAndActivationBounds) {
             255);
 }
 
+// From real ranges: each range's asymmetric params in its type, then the same pipeline.
+TEST(QuantizedGemmPipelineTest, FromRanges) {
+  const QuantizedGemmPipeline pipeline = MakeQuantizedGemmPipeline(
+      {-1.0, 3.0}, QuantizedType::Uint8(), {-0.5, 0.25}, QuantizedType::Int8(), {0.0, 6.0},
+      QuantizedType::Uint8(), FusedActivation::kRelu6);
+  const QuantizationParams lhs = ChooseQuantizationParams(-1.0, 3.0);
+  const QuantizationParams rhs = ChooseQuantizationParams(-0.5, 0.25, QuantizedType::Int8());
+  const QuantizationParams result = ChooseQuantizationParams(0.0, 6.0);
+  EXPECT_EQ(pipeline.lhs.scale, lhs.scale);
+  EXPECT_EQ(pipeline.lhs.zero_point, lhs.zero_point);
+  EXPECT_EQ(pipeline.rhs.zero_point, rhs.zero_point);
+  EXPECT_EQ(pipeline.result.scale, result.scale);
+  const QuantizedGemmPipeline from_params =
+      MakeQuantizedGemmPipeline(lhs, rhs, result, QuantizedType::Uint8(), FusedActivation::kRelu6);
+  EXPECT_EQ(pipeline.lhs_offset, from_params.lhs_offset);
+  EXPECT_EQ(pipeline.rhs_offset, from_params.rhs_offset);
+  EXPECT_EQ(pipeline.requantize.result_fixedpoint_multiplier,
+            from_params.requantize.result_fixedpoint_multiplier);
+  EXPECT_EQ(pipeline.requantize.result_exponent, from_params.requantize.result_exponent);
+  EXPECT_EQ(pipeline.clamp.min, 0);
+  EXPECT_EQ(pipeline.clamp.max, 255);  // [0, 6] is the whole range
+  ExpectError(
+      [&] {
+        MakeQuantizedGemmPipeline({1.0, -1.0}, QuantizedType::Uint8(), {-1, 1},
+                                  QuantizedType::Int8(), {0, 1});
+      },
+      "lhs.min", "must not exceed");
+  ExpectError(
+      [&] {
+        MakeQuantizedGemmPipeline({-1, 1}, QuantizedType::Uint8(), {NAN, 1}, QuantizedType::Int8(),
+                                  {0, 1});
+      },
+      "rhs.min", "finite");
+  ExpectError(
+      [&] {
+        MakeQuantizedGemmPipeline({-1, 1}, QuantizedType::Uint8(), {-1, 1}, {true, 12}, {0, 1});
+      },
+      "rhs_type.bits", "[2, 8]");
+}
+
 TEST(QuantizedGemmPipelineTest, BadArgumentsAreNamed) {
   const QuantizationParams good{0.5, 3};
   ExpectError([&] { MakeQuantizedGemmPipeline({0, 3}, good, good); }, "lhs.scale", "positive");
