@@ -112,9 +112,11 @@ bool AnyNan(const float* values, std::size_t count) {
 // the conversion to int32, and its fraction, exact in double, moves it one step away from zero
 // from one half on.
 template <typename Quantized>
-LOWBIT_QUANTIZE_CLONES void QuantizeValues(const float* values, std::size_t count, double scale,
-                                           std::int32_t low, std::int32_t high,
-                                           std::int32_t zero_point, Quantized* quantized) {
+inline __attribute__((always_inline)) void QuantizeValuesInline(const float* values,
+                                                                std::size_t count, double scale,
+                                                                std::int32_t low, std::int32_t high,
+                                                                std::int32_t zero_point,
+                                                                Quantized* quantized) {
   const double below = low - 1.0, beyond = high + 1.0;
   for (std::size_t i = 0; i < count; ++i) {
     const double quotient = std::min(std::max(values[i] / scale, below), beyond);
@@ -124,6 +126,18 @@ LOWBIT_QUANTIZE_CLONES void QuantizeValues(const float* values, std::size_t coun
     const std::int32_t steps = std::min(std::max(truncated + away, low), high);
     quantized[i] = static_cast<Quantized>(steps + zero_point);
   }
+}
+
+// One clone set per output type: clang's target_clones takes no function templates.
+LOWBIT_QUANTIZE_CLONES void QuantizeValues(const float* values, std::size_t count, double scale,
+                                           std::int32_t low, std::int32_t high,
+                                           std::int32_t zero_point, std::uint8_t* quantized) {
+  QuantizeValuesInline(values, count, scale, low, high, zero_point, quantized);
+}
+LOWBIT_QUANTIZE_CLONES void QuantizeValues(const float* values, std::size_t count, double scale,
+                                           std::int32_t low, std::int32_t high,
+                                           std::int32_t zero_point, std::int8_t* quantized) {
+  QuantizeValuesInline(values, count, scale, low, high, zero_point, quantized);
 }
 
 template <typename Quantized>
