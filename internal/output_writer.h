@@ -143,6 +143,10 @@ struct LineInstruction {
   std::ptrdiff_t residual_step = 0;
   int line_row = 0;
   int line_col = 0;
+  // When no parameter varies along the line (per-tensor plans, and per-axis ones across it), their
+  // values for the line, in AlignedSumOperands' order.
+  bool aligned_varies = false;
+  std::int32_t aligned_values[6] = {};
 
   static LineInstruction For(const OutputInstruction& instruction) {
     LineInstruction line{&instruction,
@@ -178,6 +182,14 @@ struct LineInstruction {
       along_cols = line_along_cols;
       line_row = row;
       line_col = col;
+      const ChannelParameter* parameters[6] = {
+          &operands.lhs_zero_point, &operands.rhs_zero_point,     &operands.lhs_multiplier,
+          &operands.rhs_multiplier, &operands.lhs_low_multiplier, &operands.rhs_low_multiplier};
+      aligned_varies = false;
+      for (int i = 0; i < 6; ++i) {
+        aligned_varies |= LineParameter<Isa>::VariesAlong(*parameters[i], line_along_cols);
+        aligned_values[i] = aligned_varies ? 0 : ValueAt(*parameters[i], row, col);
+      }
       return;
     }
     first = LineParameter<Isa>::For(instruction->first, row, col, line_along_cols);
@@ -337,22 +349,23 @@ struct LineInstruction {
       for (int j = 0; j < kBatch; ++j) {
         const int first_entry = entry + j * Isa::kLanes;
         const int lane_count = j + 1 < kBatch ? Isa::kLanes : count;
-        const auto parameter = [&](const ChannelParameter& values) {
+        const auto parameter = [&](int index, const ChannelParameter& values) {
+          if (!aligned_varies) return fixedpoint::Dup<Raw>(aligned_values[index]);
           return AlignedLanes(values, first_entry, lane_count);
         };
         const Raw residual = ResidualLanes(operands.residual_signed, first_entry, lane_count);
-        const Raw lhs_difference = fixedpoint::Sub(v[j], parameter(operands.lhs_zero_point));
-        const Raw rhs_difference = fixedpoint::Sub(residual, parameter(operands.rhs_zero_point));
+        const Raw lhs_difference = fixedpoint::Sub(v[j], parameter(0, operands.lhs_zero_point));
+        const Raw rhs_difference = fixedpoint::Sub(residual, parameter(1, operands.rhs_zero_point));
         Raw sum =
-            fixedpoint::Add(fixedpoint::Mul(lhs_difference, parameter(operands.lhs_multiplier)),
-                            fixedpoint::Mul(rhs_difference, parameter(operands.rhs_multiplier)));
+            fixedpoint::Add(fixedpoint::Mul(lhs_difference, parameter(2, operands.lhs_multiplier)),
+                            fixedpoint::Mul(rhs_difference, parameter(3, operands.rhs_multiplier)));
         if (operands.split) {
           using Parameters = AlignedSumParameters;
           sum = Isa::Min(Isa::Max(sum, fixedpoint::Dup<Raw>(-Parameters::kHighLimit)),
                          fixedpoint::Dup<Raw>(Parameters::kHighLimit));
           const Raw low = fixedpoint::Add(
-              fixedpoint::Mul(lhs_difference, parameter(operands.lhs_low_multiplier)),
-              fixedpoint::Mul(rhs_difference, parameter(operands.rhs_low_multiplier)));
+              fixedpoint::Mul(lhs_difference, parameter(4, operands.lhs_low_multiplier)),
+              fixedpoint::Mul(rhs_difference, parameter(5, operands.rhs_low_multiplier)));
           sum = fixedpoint::Add(fixedpoint::ShiftLeft(sum, Parameters::kLowBits), low);
         }
         v[j] = sum;
