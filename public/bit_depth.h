@@ -1,5 +1,5 @@
-// Operands narrower than 8 bits (design brief section 3, doc/less-than-8-bit.md): the bit depth
-// of each operand, how 8-bit inputs are rounded to it, and whether the data already fits.
+// Operands narrower than 8 bits (doc/less-than-8-bit.md; doc/design.md, "Narrow operands"): the
+// bit depth of each operand, how 8-bit inputs are rounded to it, and whether the data already fits.
 #ifndef LOWBIT_PUBLIC_BIT_DEPTH_H_
 #define LOWBIT_PUBLIC_BIT_DEPTH_H_
 

@@ -1,6 +1,6 @@
 // The GEMM entry points: result = pipeline((lhs + lhs_offset) * (rhs + rhs_offset)), for uint8
 // or int8 operands (optionally narrower than 8 bits: public/bit_depth.h) and uint8, int8, int16
-// or int32 results (doc/design.md, section 1 of the design brief). Every argument is checked
+// or int32 results (doc/design.md, "What a GEMM computes"). Every argument is checked
 // before any result entry is written.
 #ifndef LOWBIT_PUBLIC_GEMM_H_
 #define LOWBIT_PUBLIC_GEMM_H_
