@@ -150,111 +150,123 @@ void CheckChannels(std::size_t channels, ChannelAxis axis, int rows, int cols, c
   }
 }
 
-// The alignment of lhs channel `lhs_channel` and rhs channel `rhs_channel` (0 for a per-tensor
-// input).
-internal::AlignedSumParameters ParametersFor(const QuantizedAddPlan& plan, std::size_t lhs_channel,
-                                             std::size_t rhs_channel) {
-  const bool split = plan.low_bits > 0;
-  return {plan.lhs_zero_points[lhs_channel],
-          plan.rhs_zero_points[rhs_channel],
-          plan.lhs_multipliers[lhs_channel],
-          plan.rhs_multipliers[rhs_channel],
-          split ? plan.lhs_low_multipliers[lhs_channel] : 0,
-          split ? plan.rhs_low_multipliers[rhs_channel] : 0,
-          split};
+// The plan's alignment as kAlignedSum's operands: each integer one value, or the channels along
+// its axis, read at each entry's row and column (the residual's fields are the caller's).
+internal::AlignedSumOperands OperandsOf(const QuantizedAddPlan& plan) {
+  const auto channels = [](const std::vector<std::int32_t>& values, ChannelAxis axis) {
+    if (values.empty()) return internal::OneValue(0);  // the low multipliers of a plain plan
+    if (values.size() == 1) return internal::OneValue(values[0]);
+    return internal::PerChannel(values.data(), axis);
+  };
+  internal::AlignedSumOperands operands{};
+  operands.lhs_zero_point = channels(plan.lhs_zero_points, plan.lhs_axis);
+  operands.rhs_zero_point = channels(plan.rhs_zero_points, plan.rhs_axis);
+  operands.lhs_multiplier = channels(plan.lhs_multipliers, plan.lhs_axis);
+  operands.rhs_multiplier = channels(plan.rhs_multipliers, plan.rhs_axis);
+  operands.lhs_low_multiplier = channels(plan.lhs_low_multipliers, plan.lhs_axis);
+  operands.rhs_low_multiplier = channels(plan.rhs_low_multipliers, plan.rhs_axis);
+  operands.split = plan.low_bits > 0;
+  return operands;
 }
 
-// The add, integers only: the alignment (whose products and sums the plan keeps within int32),
-// then the output's QuantizeDownScale and clamp. Per-tensor inputs use channel 0 throughout.
+// The operands of an add of row-major rows x `cols` matrices whose rhs is `rhs`.
+template <typename Rhs>
+internal::AlignedSumOperands RowMajorOperands(const QuantizedAddPlan& plan, const Rhs* rhs,
+                                              int cols) {
+  internal::AlignedSumOperands operands = OperandsOf(plan);
+  operands.residual = rhs;
+  operands.residual_signed = std::is_signed<Rhs>::value;
+  operands.row_step = cols;
+  operands.col_step = 1;
+  return operands;
+}
+
+// The add, integers only, on the scalar path: kAlignedSum's Eval (whose products and sums the
+// plan keeps within int32), then the output's QuantizeDownScale and clamp.
 template <typename Lhs, typename Rhs, typename Output>
-void AddRows(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, std::size_t rows,
-             std::size_t cols, Output* output) {
-  const bool lhs_per_axis = plan.lhs_multipliers.size() > 1;
-  const bool rhs_per_axis = plan.rhs_multipliers.size() > 1;
+void AddRows(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, int rows, int cols,
+             Output* output) {
+  const internal::AlignedSumOperands operands = RowMajorOperands(plan, rhs, cols);
   // The plan keeps the output multiplier below 1 (m <= 2^-9): a right shift only.
   const fixedpoint::QuantizeDownScale<std::int32_t> scale(
       plan.output_multiplier, -plan.output_exponent, plan.output_zero_point);
-  for (std::size_t r = 0; r < rows; ++r) {
-    for (std::size_t c = 0; c < cols; ++c) {
-      const std::size_t lhs_channel =
-          lhs_per_axis ? (plan.lhs_axis == ChannelAxis::kRow ? r : c) : 0;
-      const std::size_t rhs_channel =
-          rhs_per_axis ? (plan.rhs_axis == ChannelAxis::kRow ? r : c) : 0;
-      const internal::AlignedSumParameters parameters =
-          ParametersFor(plan, lhs_channel, rhs_channel);
-      const std::size_t i = r * cols + c;
-      const std::int32_t sum = parameters.Sum(std::int32_t{lhs[i]} - parameters.lhs_zero_point,
-                                              std::int32_t{rhs[i]} - parameters.rhs_zero_point);
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c) {
+      const std::size_t i = static_cast<std::size_t>(r) * static_cast<std::size_t>(cols) + c;
       // |scaled| <= |sum| m' + 1 < 2^23: adding the zero point cannot wrap.
-      output[i] =
-          static_cast<Output>(std::min(std::max(scale(sum), plan.output_min), plan.output_max));
+      const std::int32_t scaled = scale(operands.Eval(lhs[i], r, c));
+      output[i] = static_cast<Output>(std::min(std::max(scaled, plan.output_min), plan.output_max));
     }
   }
 }
 
 // Entries an add widens and writes at a time.
-constexpr std::size_t kChunk = 1024;
-
-// A plan's per-channel values as a kAlignedSum parameter for the entries of row `row` from
-// column `first_col` on: one value, the row's own channel, or the columns' channels from
-// first_col (0 for empty low multipliers, which a plan without the split has).
-internal::ChannelParameter LineChannels(const std::vector<std::int32_t>& values, ChannelAxis axis,
-                                        std::size_t row, std::size_t first_col) {
-  if (values.empty()) return internal::OneValue(0);
-  if (values.size() == 1) return internal::OneValue(values[0]);
-  if (axis == ChannelAxis::kRow) return internal::OneValue(values[row]);
-  return internal::PerChannel(values.data() + first_col, ChannelAxis::kCol);
-}
+constexpr int kChunk = 1024;
 
 // The add on the output writer of the kernel a default Context runs (LOWBIT_KERNEL or the best),
 // which gives AddRows' bits (test/output_writer_test.cc checks every writer against the scalar
 // stages): the lhs widened to int32 a chunk of a row at a time as a one-row block of
-// "accumulators", the rhs as kAlignedSum's residual, then the output requantization and clamp.
-// A per-tensor plan takes the rows x cols entries as one row. False, with nothing written, where
-// the kernel has no writer (the reference kernel).
+// "accumulators" at its place in the result, the rhs as kAlignedSum's residual, then the output
+// requantization and clamp. False, with nothing written, where the kernel has no writer (the
+// reference kernel).
 template <typename Lhs, typename Rhs, typename Output>
-bool AddOnWriter(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, std::size_t rows,
-                 std::size_t cols, Output* output) {
+bool AddOnWriter(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, int rows, int cols,
+                 Output* output) {
   const internal::OutputWriter writer = internal::OutputWriterFor(Context().ResolvedKernel());
   if (writer == nullptr) return false;
-  if (plan.lhs_multipliers.size() == 1 && plan.rhs_multipliers.size() == 1) {
-    cols *= rows;
-    rows = 1;
-  }
-  internal::AlignedSumOperands operands;
-  operands.split = plan.low_bits > 0;
-  operands.residual_signed = std::is_signed<Rhs>::value;
-  operands.row_step = 0;
-  operands.col_step = 1;
+  const internal::AlignedSumOperands operands = RowMajorOperands(plan, rhs, cols);
   internal::OutputProgram program;
   program.Append({internal::OutputOpcode::kAlignedSum, {}, {}, 0, 0, &operands});
   program.Append({internal::OutputOpcode::kScaleByFixedPoint,
                   internal::OneValue(plan.output_multiplier),
                   internal::OneValue(plan.output_exponent), plan.output_zero_point, 0});
   program.Append({internal::OutputOpcode::kClamp, {}, {}, plan.output_min, plan.output_max});
-  const internal::ElementType output_type =
-      std::is_signed<Output>::value ? internal::ElementType::kInt8 : internal::ElementType::kUint8;
+  const internal::MatrixView result{
+      output,
+      std::is_signed<Output>::value ? internal::ElementType::kInt8 : internal::ElementType::kUint8,
+      rows,
+      cols,
+      Order::kRowMajor,
+      cols};
   std::int32_t widened[kChunk];
-  for (std::size_t row = 0; row < rows; ++row) {
-    for (std::size_t first_col = 0; first_col < cols; first_col += kChunk) {
-      const std::size_t first = row * cols + first_col;
-      const int size = static_cast<int>(cols - first_col < kChunk ? cols - first_col : kChunk);
+  for (int row = 0; row < rows; ++row) {
+    for (int first_col = 0; first_col < cols; first_col += kChunk) {
+      const std::size_t first =
+          static_cast<std::size_t>(row) * static_cast<std::size_t>(cols) + first_col;
+      const int size = cols - first_col < kChunk ? cols - first_col : kChunk;
       for (int i = 0; i < size; ++i) widened[i] = lhs[first + i];
-      operands.lhs_zero_point = LineChannels(plan.lhs_zero_points, plan.lhs_axis, row, first_col);
-      operands.rhs_zero_point = LineChannels(plan.rhs_zero_points, plan.rhs_axis, row, first_col);
-      operands.lhs_multiplier = LineChannels(plan.lhs_multipliers, plan.lhs_axis, row, first_col);
-      operands.rhs_multiplier = LineChannels(plan.rhs_multipliers, plan.rhs_axis, row, first_col);
-      operands.lhs_low_multiplier =
-          LineChannels(plan.lhs_low_multipliers, plan.lhs_axis, row, first_col);
-      operands.rhs_low_multiplier =
-          LineChannels(plan.rhs_low_multipliers, plan.rhs_axis, row, first_col);
-      operands.residual = rhs + first;
-      const internal::AccumulatorBlock block{0, 0, 1, size, widened, size, 1};
-      writer(program, block, internal::OffsetTerms{}, nullptr,
-             {output + first, output_type, 1, size, Order::kRowMajor, size});
+      const internal::AccumulatorBlock block{row, first_col, 1, size, widened, size, 1};
+      writer(program, block, internal::OffsetTerms{}, nullptr, result);
     }
   }
   return true;
+}
+
+template <typename Lhs, typename Rhs, typename Output>
+void Add(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, int rows, int cols,
+         Output* output) {
+  if (!AddOnWriter(plan, lhs, rhs, rows, cols, output)) AddRows(plan, lhs, rhs, rows, cols, output);
+}
+
+// A per-tensor add of `count` entries, any shape giving the same bits: as rows of kChunk entries
+// (at most 2^20 of them at a time, so that every index fits int) and a last shorter row.
+template <typename Lhs, typename Rhs, typename Output>
+void AddFlat(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, std::size_t count,
+             Output* output) {
+  constexpr std::size_t kMostRows = std::size_t{1} << 20;
+  while (count > 0) {
+    const std::size_t rows = std::min(count / kChunk, kMostRows);
+    const std::size_t done = rows > 0 ? rows * kChunk : count;
+    if (rows > 0) {
+      Add(plan, lhs, rhs, static_cast<int>(rows), kChunk, output);
+    } else {
+      Add(plan, lhs, rhs, 1, static_cast<int>(count), output);
+    }
+    lhs += done;
+    rhs += done;
+    output += done;
+    count -= done;
+  }
 }
 
 template <typename Lhs, typename Rhs, typename Output>
@@ -345,10 +357,10 @@ void QuantizedAdd(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, 
   CheckBuffers(plan, lhs, rhs, size, output);
   CheckChannels(plan.lhs_multipliers.size(), plan.lhs_axis, rows, cols, "lhs");
   CheckChannels(plan.rhs_multipliers.size(), plan.rhs_axis, rows, cols, "rhs");
-  const std::size_t row_count = static_cast<std::size_t>(rows);
-  const std::size_t col_count = static_cast<std::size_t>(cols);
-  if (!AddOnWriter(plan, lhs, rhs, row_count, col_count, output)) {
-    AddRows(plan, lhs, rhs, row_count, col_count, output);
+  if (plan.lhs_multipliers.size() == 1 && plan.rhs_multipliers.size() == 1) {
+    AddFlat(plan, lhs, rhs, size, output);  // long rows, whatever the matrix's shape
+  } else {
+    Add(plan, lhs, rhs, rows, cols, output);
   }
 }
 
@@ -362,7 +374,7 @@ void QuantizedAdd(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, 
   if (plan.rhs_multipliers.size() != 1) {
     throw Error("rhs", "is per-axis in the plan: pass rows and cols, not a flat count");
   }
-  if (!AddOnWriter(plan, lhs, rhs, 1, count, output)) AddRows(plan, lhs, rhs, 1, count, output);
+  AddFlat(plan, lhs, rhs, count, output);
 }
 
 template <typename Residual>
@@ -374,27 +386,9 @@ OutputStageQuantizedAdd<Residual> MakeOutputStageQuantizedAdd(
                                 : "must be uint8_t data: the plan's rhs type is unsigned");
   }
   auto aligned = std::make_shared<internal::QuantizedAddStageOperands>();
-  aligned->lhs_zero_points = plan.lhs_zero_points;
-  aligned->rhs_zero_points = plan.rhs_zero_points;
-  aligned->lhs_multipliers = plan.lhs_multipliers;
-  aligned->rhs_multipliers = plan.rhs_multipliers;
-  aligned->lhs_low_multipliers = plan.lhs_low_multipliers;
-  aligned->rhs_low_multipliers = plan.rhs_low_multipliers;
-  // Each parameter as LineChannels gives it for the whole result: one value, or the channels
-  // along its axis.
-  const auto channels = [](const std::vector<std::int32_t>& values, ChannelAxis axis) {
-    if (values.empty()) return internal::OneValue(0);
-    if (values.size() == 1) return internal::OneValue(values[0]);
-    return internal::PerChannel(values.data(), axis);
-  };
+  aligned->plan = plan;
   internal::AlignedSumOperands& operands = aligned->operands;
-  operands.lhs_zero_point = channels(aligned->lhs_zero_points, plan.lhs_axis);
-  operands.rhs_zero_point = channels(aligned->rhs_zero_points, plan.rhs_axis);
-  operands.lhs_multiplier = channels(aligned->lhs_multipliers, plan.lhs_axis);
-  operands.rhs_multiplier = channels(aligned->rhs_multipliers, plan.rhs_axis);
-  operands.lhs_low_multiplier = channels(aligned->lhs_low_multipliers, plan.lhs_axis);
-  operands.rhs_low_multiplier = channels(aligned->rhs_low_multipliers, plan.rhs_axis);
-  operands.split = plan.low_bits > 0;
+  operands = OperandsOf(aligned->plan);
   operands.residual = residual.data();
   operands.residual_signed = std::is_signed<Residual>::value;
   const bool row_major = residual.order() == Order::kRowMajor;

@@ -92,13 +92,11 @@ void QuantizedAdd(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, 
 
 namespace internal {
 
-// The quantized add stage's alignment: copies of the plan's per-channel values and the operands
-// that point into them, shared by the stage's copies (a copy must not point into an original
-// that a std::make_tuple may already have destroyed) and never changed after construction.
+// The quantized add stage's alignment: a copy of the plan and the operands that point into its
+// per-channel values, shared by the stage's copies (a copy must not point into an original that
+// a std::make_tuple may already have destroyed) and never changed after construction.
 struct QuantizedAddStageOperands {
-  std::vector<std::int32_t> lhs_zero_points, rhs_zero_points;
-  std::vector<std::int32_t> lhs_multipliers, rhs_multipliers;
-  std::vector<std::int32_t> lhs_low_multipliers, rhs_low_multipliers;
+  QuantizedAddPlan plan;
   AlignedSumOperands operands;
 };
 
@@ -132,8 +130,9 @@ class OutputStageQuantizedAdd {
                                           std::to_string(residual_.rows()) + " x " +
                                           std::to_string(residual_.cols()));
     }
-    CheckChannels(aligned_->lhs_multipliers.size(), lhs_axis_, rows, cols, name, "lhs");
-    CheckChannels(aligned_->rhs_multipliers.size(), rhs_axis_, rows, cols, name, "rhs");
+    const QuantizedAddPlan& plan = aligned_->plan;
+    CheckChannels(plan.lhs_multipliers.size(), plan.lhs_axis, rows, cols, name, "lhs");
+    CheckChannels(plan.rhs_multipliers.size(), plan.rhs_axis, rows, cols, name, "rhs");
   }
   template <typename Visit>
   void VisitInputs(Visit&& visit) const {
@@ -167,8 +166,6 @@ class OutputStageQuantizedAdd {
                           std::shared_ptr<const internal::QuantizedAddStageOperands> aligned)
       : residual_(residual),
         aligned_(std::move(aligned)),
-        lhs_axis_(plan.lhs_axis),
-        rhs_axis_(plan.rhs_axis),
         lhs_min_(plan.lhs_type.min()),
         lhs_max_(plan.lhs_type.max()),
         output_multiplier_(plan.output_multiplier),
@@ -191,7 +188,6 @@ class OutputStageQuantizedAdd {
 
   MatrixMap<const Residual> residual_;
   std::shared_ptr<const internal::QuantizedAddStageOperands> aligned_;
-  ChannelAxis lhs_axis_, rhs_axis_;
   std::int32_t lhs_min_, lhs_max_;  // the range of the plan's lhs type
   std::int32_t output_multiplier_;
   int output_exponent_;
