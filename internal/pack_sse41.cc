@@ -211,9 +211,14 @@ void PackAll(const MatrixView& source, int width, int start, int count, int dept
 
 // Byte packing for the narrow kernels (kernel_narrow_x86.h): groups of 4 depth values per row.
 
-// `available` (at most 16, possibly none) bytes from `source`, zeros above.
-inline __m128i LoadUpTo16Bytes(const std::uint8_t* source, int available) {
-  if (available >= 16) return _mm_loadu_si128(reinterpret_cast<const __m128i*>(source));
+// 16 bytes from `source`, of which the first `available` (possibly none) are wanted: one load
+// when 16 bytes up to `end`, the end of the source matrix, may be read (the bytes past
+// `available` are then other entries, which ByteShift::Apply clears), otherwise the wanted bytes
+// with zeros above. A panel narrower than 16 rows reads its rows in whole vectors this way.
+inline __m128i LoadUpTo16Bytes(const std::uint8_t* source, int available, const std::uint8_t* end) {
+  if (available >= 16 || end - source >= 16) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(source));
+  }
   alignas(16) std::uint8_t buffer[16] = {};
   if (available > 0) std::memcpy(buffer, source, static_cast<std::size_t>(available));
   return _mm_load_si128(reinterpret_cast<const __m128i*>(buffer));
@@ -248,17 +253,24 @@ inline void StoreGroups(std::uint8_t* out, __m128i groups, int rows) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out), groups);
     return;
   }
-  alignas(16) std::uint8_t bytes[16];
-  _mm_store_si128(reinterpret_cast<__m128i*>(bytes), groups);
-  std::memcpy(out, bytes, static_cast<std::size_t>(rows) * 4);
+  if (rows >= 2) {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out), groups);
+    out += 8;
+    rows -= 2;
+    groups = _mm_srli_si128(groups, 8);
+  }
+  if (rows == 1) {
+    const std::int32_t group = _mm_cvtsi128_si32(groups);
+    std::memcpy(out, &group, sizeof(group));
+  }
 }
 
 // One panel of a source whose rows run along the depth: 16 depth values of four rows at a
 // time, transposed in 4-byte units into four groups of the four rows.
 template <PackedType kType>
 void PackBytePanelDepthContiguous(const std::uint8_t* rows_base, std::ptrdiff_t stride, int width,
-                                  int rows, int depth, const ByteShift& shift, std::uint8_t* out,
-                                  std::int32_t* sums) {
+                                  int rows, int depth, const ByteShift& shift,
+                                  const std::uint8_t* end, std::uint8_t* out, std::int32_t* sums) {
   const int group_stride = width * 4;
   for (int chunk = 0; chunk < width; chunk += 4) {
     const int chunk_rows = Min(4, width - chunk);
@@ -268,10 +280,11 @@ void PackBytePanelDepthContiguous(const std::uint8_t* rows_base, std::ptrdiff_t 
       const int available = depth - d;
       __m128i row[4];
       for (int r = 0; r < 4; ++r) {
-        row[r] = r < valid_rows
-                     ? shift.Apply(LoadUpTo16Bytes(rows_base + (chunk + r) * stride + d, available),
-                                   available)
-                     : _mm_setzero_si128();
+        row[r] =
+            r < valid_rows
+                ? shift.Apply(LoadUpTo16Bytes(rows_base + (chunk + r) * stride + d, available, end),
+                              available)
+                : _mm_setzero_si128();
       }
       const __m128i rows01_lo = _mm_unpacklo_epi32(row[0], row[1]);
       const __m128i rows23_lo = _mm_unpacklo_epi32(row[2], row[3]);
@@ -295,8 +308,8 @@ void PackBytePanelDepthContiguous(const std::uint8_t* rows_base, std::ptrdiff_t 
 // d .. d + 3 of 16 rows interleave into four vectors of four rows' groups.
 template <PackedType kType>
 void PackBytePanelRowsContiguous(const std::uint8_t* depth_base, std::ptrdiff_t stride, int width,
-                                 int rows, int depth, const ByteShift& shift, std::uint8_t* out,
-                                 std::int32_t* sums) {
+                                 int rows, int depth, const ByteShift& shift,
+                                 const std::uint8_t* end, std::uint8_t* out, std::int32_t* sums) {
   const int group_stride = width * 4;
   for (int chunk = 0; chunk < width; chunk += 16) {
     const int available = rows - chunk;
@@ -305,11 +318,10 @@ void PackBytePanelRowsContiguous(const std::uint8_t* depth_base, std::ptrdiff_t 
     for (int d = 0; d < depth; d += 4) {
       __m128i line[4];
       for (int j = 0; j < 4; ++j) {
-        line[j] =
-            d + j < depth
-                ? shift.Apply(LoadUpTo16Bytes(depth_base + (d + j) * stride + chunk, available),
-                              available)
-                : _mm_setzero_si128();
+        line[j] = d + j < depth ? shift.Apply(LoadUpTo16Bytes(depth_base + (d + j) * stride + chunk,
+                                                              available, end),
+                                              available)
+                                : _mm_setzero_si128();
       }
       const __m128i low01 = _mm_unpacklo_epi8(line[0], line[1]);
       const __m128i low23 = _mm_unpacklo_epi8(line[2], line[3]);
@@ -337,16 +349,20 @@ void PackAllBytes(const MatrixView& source, int width, int start, int count, int
   const auto* data = static_cast<const std::uint8_t*>(source.data);
   const std::ptrdiff_t stride = source.stride;
   const ByteShift shift{_mm_set1_epi8(static_cast<char>(-PackedValueShift(kType, source)))};
+  // The end of the source matrix: its last line's last byte, plus one.
+  const bool row_major = source.order == Order::kRowMajor;
+  const std::ptrdiff_t lines = row_major ? source.rows : source.cols;
+  const std::uint8_t* end = data + (lines - 1) * stride + (row_major ? source.cols : source.rows);
   const int padded_depth = (depth + 3) / 4 * 4;
   for (int panel_start = 0; panel_start < count; panel_start += width) {
     const int rows = Min(width, count - panel_start);
     const int first_row = start + panel_start;
-    if (source.order == Order::kRowMajor) {
+    if (row_major) {
       PackBytePanelDepthContiguous<kType>(data + first_row * stride + depth_start, stride, width,
-                                          rows, depth, shift, out, sums + panel_start);
+                                          rows, depth, shift, end, out, sums + panel_start);
     } else {
       PackBytePanelRowsContiguous<kType>(data + depth_start * stride + first_row, stride, width,
-                                         rows, depth, shift, out, sums + panel_start);
+                                         rows, depth, shift, end, out, sums + panel_start);
     }
     out += static_cast<std::ptrdiff_t>(width) * padded_depth;
   }
