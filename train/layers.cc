@@ -32,13 +32,15 @@ MatrixMap<const std::int8_t> RowMajor(const DyadicInt8& x) {
   return MatrixMap<const std::int8_t>(x.mantissas.data(), x.rows, x.cols, Order::kRowMajor);
 }
 
-// The update runs once per weight per step: GCC compiles an AVX2 clone of its row loop as well,
-// chosen when the program loads. Sanitizer builds keep one plain version (their runtimes start
-// after the loader resolves the clones).
+// The loops over every weight (the update) or every entry of a layer's output run once per step:
+// GCC compiles AVX-512 and AVX2 clones of them as well, chosen when the program loads (the
+// update's AVX-512 clone, on 512-bit vectors, takes about half the AVX2 clone's time per
+// weight). Sanitizer builds keep one plain version (their runtimes start after the loader
+// resolves the clones).
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define LOWBIT_TRAIN_UPDATE_CLONES __attribute__((target_clones("avx2", "default")))
+#define LOWBIT_TRAIN_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
-#define LOWBIT_TRAIN_UPDATE_CLONES
+#define LOWBIT_TRAIN_CLONES
 #endif
 
 // The update's bounds keep every intermediate inside int32 (so that its loops vectorize without
@@ -58,44 +60,105 @@ struct UpdateShifts {
   bool stochastic = true;
 };
 
+// An arithmetic right shift by `shift` in [0, 30] that rounds, for |v| <= 2^30: an offset
+// added before the shift makes it round to nearest, ties away from zero, or stochastically with
+// 32 random bits (StochasticRoundingBits). Each offset is a few branch-free operations, so that
+// the loops over it vectorize.
+struct RightShift {
+  explicit RightShift(int shift_bits)
+      : shift(shift_bits),
+        half(shift_bits > 0 ? (std::int32_t{1} << (shift_bits - 1)) - 1 : 0),
+        tie_up(shift_bits > 0) {}
+  std::int32_t NearestOffset(std::int32_t v) const { return half + ((~v >> 31) & tie_up); }
+  std::int32_t StochasticOffset(std::uint32_t random) const {
+    return static_cast<std::int32_t>((random >> 1) >> (31 - shift));
+  }
+  std::int32_t Nearest(std::int32_t v) const { return (v + NearestOffset(v)) >> shift; }
+  std::int32_t Stochastic(std::int32_t v, std::uint32_t random) const {
+    return (v + StochasticOffset(random)) >> shift;
+  }
+
+  int shift;
+  std::int32_t half;    // 2^(shift - 1) - 1, or 0 for no shift
+  std::int32_t tie_up;  // 1 when shift > 0: a tie of a non-negative v rounds up
+};
+
 // v * 2^-shift, clamped to +-2^30, for |v| <= 2^30 and shift in [-30, 30]: the bits of
-// ShiftRound clamped the same way. A right shift rounds stochastically with `random`
-// (StochasticRoundingBits) or to nearest, ties away from zero. Branch-free (a left shift is a
-// right shift by 0, a choice of rounding is a mask), so that the loops over it vectorize: GCC
-// does not unswitch loops this large.
+// ShiftRound clamped the same way. A right shift rounds stochastically with `random` or to
+// nearest. Branch-free (a left shift is a right shift by 0, a choice of rounding is a mask),
+// because GCC does not unswitch loops this large.
 inline std::int32_t RoundShift(std::int32_t v, int shift, bool stochastic, std::uint32_t random) {
-  const int right = std::max(shift, 0);
+  const RightShift right(std::max(shift, 0));
   const int left = std::max(-shift, 0);
   const std::int32_t bound = kVelocityBound >> left;
   const std::int32_t x =
       static_cast<std::int32_t>(static_cast<std::uint32_t>(std::clamp(v, -bound, bound)) << left);
-  const std::int32_t mask = static_cast<std::int32_t>((std::uint32_t{1} << right) - 1);
-  const std::int32_t stochastic_offset = static_cast<std::int32_t>((random >> 1) >> (31 - right));
-  const std::int32_t nearest_offset = (mask >> 1) + ((x >= 0) & (right > 0));
   const std::int32_t choose_stochastic = -static_cast<std::int32_t>(stochastic);
-  return (x + ((stochastic_offset & choose_stochastic) | (nearest_offset & ~choose_stochastic))) >>
-         right;
+  return (x + ((right.StochasticOffset(random) & choose_stochastic) |
+               (right.NearestOffset(x) & ~choose_stochastic))) >>
+         right.shift;
 }
 
 // masked[i] = passes(outputs[i]) ? gradients[i] : 0: a gradient through an elementwise forward
 // step. Raw pointers and one branch-free pass, so that it vectorizes (int8 stores through the
 // vectors' own accessors could alias anything, and GCC would keep the loop scalar).
 template <typename Passes>
-void Mask(const std::int8_t* gradients, const std::int8_t* outputs, std::size_t count,
-          Passes passes, std::int8_t* masked) {
+__attribute__((always_inline)) inline void Mask(const std::int8_t* gradients,
+                                                const std::int8_t* outputs, std::size_t count,
+                                                Passes passes, std::int8_t* masked) {
   for (std::size_t i = 0; i < count; ++i) {
     masked[i] = static_cast<std::int8_t>(gradients[i] * passes(outputs[i]));
+  }
+}
+
+// The straight-through estimator's mask of a Linear layer: no gradient where the output clipped.
+LOWBIT_TRAIN_CLONES void MaskClipped(const std::int8_t* gradients, const std::int8_t* outputs,
+                                     std::size_t count, int bits, std::int8_t* masked) {
+  Mask(
+      gradients, outputs, count, [bits](std::int8_t y) { return !Clipped(y, bits); }, masked);
+}
+
+// ReLU's backward: no gradient where the output is not positive.
+LOWBIT_TRAIN_CLONES void MaskNonPositive(const std::int8_t* gradients, const std::int8_t* outputs,
+                                         std::size_t count, std::int8_t* masked) {
+  Mask(
+      gradients, outputs, count, [](std::int8_t y) { return y > 0; }, masked);
+}
+
+// How many of `count` outputs clipped at `bits` bits. Counted in int32 blocks, whose vector
+// lanes are four times as many as int64's.
+LOWBIT_TRAIN_CLONES std::int64_t CountClipped(const std::int8_t* outputs, std::size_t count,
+                                              int bits) {
+  constexpr std::size_t kBlock = std::size_t{1} << 30;
+  std::int64_t clipped = 0;
+  for (std::size_t start = 0; start < count; start += kBlock) {
+    const std::size_t end = std::min(count, start + kBlock);
+    std::int32_t block = 0;
+    for (std::size_t i = start; i < end; ++i) block += Clipped(outputs[i], bits);
+    clipped += block;
+  }
+  return clipped;
+}
+
+// sums[col] = the sum of column col of a rows x cols row-major int8 matrix: the bias gradient.
+LOWBIT_TRAIN_CLONES void ColumnSums(const std::int8_t* matrix, int rows, int cols,
+                                    std::int32_t* sums) {
+  std::fill_n(sums, cols, 0);
+  for (int row = 0; row < rows; ++row) {
+    const std::int8_t* line = matrix + static_cast<std::ptrdiff_t>(row) * cols;
+    for (int col = 0; col < cols; ++col) sums[col] += line[col];
   }
 }
 
 // A master's rounding to its weight or bias (kMasterBits fewer bits), clamped to
 // [low, high].
 inline std::int32_t RoundMaster(std::int32_t master, std::int32_t low, std::int32_t high) {
-  return std::clamp(RoundShift(master, Linear::kMasterBits, false, 0), low, high);
+  return std::clamp(RightShift(Linear::kMasterBits).Nearest(master), low, high);
 }
 
 // Where one row of a tensor moves: its gradients, masters, velocities, the masters' bound, and
-// the rounded values the GEMMs read (weights or bias) with their range.
+// the rounded values the GEMMs read (weights or bias). A master within the bound rounds to a
+// value of the Rounded type's range (Linear's weights are in [-127, 127]).
 template <typename Rounded>
 struct UpdateRow {
   int row;
@@ -105,23 +168,23 @@ struct UpdateRow {
   std::int32_t* velocities;
   std::int32_t master_bound;
   Rounded* rounded;
-  std::int32_t rounded_low;
-  std::int32_t rounded_high;
 };
 
 // Moves a row's masters (and velocities) by their gradients and rounds them, for a tensor whose
-// stochastic roundings draw from `seed` (weight decay from seed ^ 0x5bd1e995). kDecay and
-// kStochastic (shifts.decay_on and shifts.stochastic) are template arguments because GCC does not
-// unswitch loops this large: a branch inside would keep the loop scalar, and a choice made per
-// entry would compute both roundings. Always inlined, so that Move's AVX2 clone compiles it for
-// AVX2.
-template <bool kDecay, bool kStochastic, typename Rounded>
+// stochastic roundings draw from `seed` (weight decay from seed ^ 0x5bd1e995). kDecay,
+// kStochastic and kStepRight (shifts.decay_on, shifts.stochastic and shifts.step >= 0) are
+// template arguments because GCC does not unswitch loops this large: a branch inside would keep
+// the loop scalar, and a choice made per entry would compute both roundings. Always inlined, so
+// that Move's clones compile it for their ISA.
+template <bool kDecay, bool kStochastic, bool kStepRight, typename Rounded>
 __attribute__((always_inline)) inline void MoveEntries(const UpdateShifts& shifts,
                                                        std::uint32_t seed,
                                                        const UpdateRow<Rounded>& target) {
   const int decay_shift = shifts.decay;
-  const int momentum_shift = shifts.momentum;
+  const RightShift momentum(shifts.momentum);
   const int step_shift = shifts.step;
+  const RightShift right_step(kStepRight ? step_shift : 0);
+  const RightShift to_rounded(Linear::kMasterBits);
   // RoundShift bounds a step by 2^30, which moves any master to its bound.
   const std::int32_t step_bound = shifts.max_step > 0 ? shifts.max_step : kVelocityBound;
   const std::uint32_t decay_seed = seed ^ 0x5bd1e995U;
@@ -132,8 +195,6 @@ __attribute__((always_inline)) inline void MoveEntries(const UpdateShifts& shift
   Rounded* rounded = target.rounded;
   const int count = target.count;
   const std::int32_t master_bound = target.master_bound;
-  const std::int32_t rounded_low = target.rounded_low;
-  const std::int32_t rounded_high = target.rounded_high;
   for (int col = 0; col < count; ++col) {
     std::int32_t g = std::clamp(gradients[col], -kGradientBound, kGradientBound);
     if (kDecay) {
@@ -142,32 +203,50 @@ __attribute__((always_inline)) inline void MoveEntries(const UpdateShifts& shift
       g = std::clamp(g + RoundShift(masters[col], decay_shift, kStochastic, random),
                      -kGradientBound, kGradientBound);
     }
+    // v - v * 2^-momentum is the velocity kept.
     const std::int32_t v = velocities[col];
-    const std::int32_t kept = v - RoundShift(v, momentum_shift, false, 0);
-    const std::int32_t velocity = std::clamp(g + kept, -kVelocityBound, kVelocityBound);
+    const std::int32_t velocity =
+        std::clamp(g + v - momentum.Nearest(v), -kVelocityBound, kVelocityBound);
     velocities[col] = velocity;
-    const std::uint32_t random = stage_detail::StochasticRoundingBits(seed, row, col);
-    const std::int32_t step =
-        std::clamp(RoundShift(velocity, step_shift, kStochastic, random), -step_bound, step_bound);
+    std::int32_t step;
+    if (!kStepRight) {
+      step = RoundShift(velocity, step_shift, false, 0);
+    } else if (kStochastic) {
+      step = right_step.Stochastic(velocity, stage_detail::StochasticRoundingBits(seed, row, col));
+    } else {
+      step = right_step.Nearest(velocity);
+    }
+    step = std::clamp(step, -step_bound, step_bound);
     const std::int32_t master = std::clamp(masters[col] - step, -master_bound, master_bound);
     masters[col] = master;
-    rounded[col] = static_cast<Rounded>(RoundMaster(master, rounded_low, rounded_high));
+    rounded[col] = static_cast<Rounded>(to_rounded.Nearest(master));
+  }
+}
+
+template <bool kDecay, bool kStochastic, typename Rounded>
+__attribute__((always_inline)) inline void MoveWithStep(const UpdateShifts& shifts,
+                                                        std::uint32_t seed,
+                                                        const UpdateRow<Rounded>& target) {
+  if (shifts.step >= 0) {
+    MoveEntries<kDecay, kStochastic, true>(shifts, seed, target);
+  } else {
+    MoveEntries<kDecay, kStochastic, false>(shifts, seed, target);
   }
 }
 
 template <typename Rounded>
-LOWBIT_TRAIN_UPDATE_CLONES void Move(const UpdateShifts& shifts, std::uint32_t seed,
-                                     const UpdateRow<Rounded>& target) {
+LOWBIT_TRAIN_CLONES void Move(const UpdateShifts& shifts, std::uint32_t seed,
+                              const UpdateRow<Rounded>& target) {
   if (shifts.decay_on) {
     if (shifts.stochastic) {
-      MoveEntries<true, true>(shifts, seed, target);
+      MoveWithStep<true, true>(shifts, seed, target);
     } else {
-      MoveEntries<true, false>(shifts, seed, target);
+      MoveWithStep<true, false>(shifts, seed, target);
     }
   } else if (shifts.stochastic) {
-    MoveEntries<false, true>(shifts, seed, target);
+    MoveWithStep<false, true>(shifts, seed, target);
   } else {
-    MoveEntries<false, false>(shifts, seed, target);
+    MoveWithStep<false, false>(shifts, seed, target);
   }
 }
 
@@ -284,12 +363,7 @@ const DyadicInt8& Linear::Forward(Context* context, const DyadicInt8& x, std::ui
       ShiftStage(exponents_.forward_shift, rounding_, seed),
       OutputStageClamp{QMin(bits_), QMax(bits_)}, OutputStageSaturatingCastToInt8{});
   GemmWithOutputPipeline(context, RowMajor(x), weights_transposed, &result, 0, 0, pipeline);
-  const std::int8_t* outputs = output_.mantissas.data();
-  const std::size_t count = output_.mantissas.size();
-  const int bits = bits_;
-  std::int64_t clipped = 0;
-  for (std::size_t i = 0; i < count; ++i) clipped += Clipped(outputs[i], bits);
-  clipped_outputs_ = clipped;
+  clipped_outputs_ = CountClipped(output_.mantissas.data(), output_.mantissas.size(), bits_);
   return output_;
 }
 
@@ -297,10 +371,8 @@ void Linear::Backward(Context* context, const DyadicInt8& dy, std::uint32_t seed
                       DyadicInt8* input_gradient) {
   CheckShape("linear output gradient", dy, output_.rows, outputs_, dy.exponent);
   masked_gradient_ = DyadicInt8(dy.rows, dy.cols, dy.exponent);
-  Mask(
-      dy.mantissas.data(), output_.mantissas.data(), dy.mantissas.size(),
-      [bits = bits_](std::int8_t y) { return !Clipped(y, bits); },
-      masked_gradient_.mantissas.data());
+  MaskClipped(dy.mantissas.data(), output_.mantissas.data(), dy.mantissas.size(), bits_,
+              masked_gradient_.mantissas.data());
   const int batch = dy.rows;
   // dW = dY^T X: dY (batch x outputs, row-major) is dY^T (outputs x batch) column-major.
   weight_gradient_.exponent = dy.exponent + input_.exponent;
@@ -311,13 +383,7 @@ void Linear::Backward(Context* context, const DyadicInt8& dy, std::uint32_t seed
                                     Order::kColMajor),
        RowMajor(input_), &weight_gradient, 0, 0);
   bias_gradient_.exponent = dy.exponent;
-  std::int32_t* bias_gradient = bias_gradient_.mantissas.data();
-  const std::int8_t* masked = masked_gradient_.mantissas.data();
-  const int outputs = outputs_;
-  std::fill_n(bias_gradient, outputs, 0);
-  for (int row = 0; row < batch; ++row) {
-    for (int col = 0; col < outputs; ++col) bias_gradient[col] += masked[row * outputs + col];
-  }
+  ColumnSums(masked_gradient_.mantissas.data(), batch, outputs_, bias_gradient_.mantissas.data());
   if (input_gradient == nullptr) return;
   // dX = dY W: W (outputs x inputs, row-major) is the rhs as it is.
   *input_gradient = DyadicInt8(batch, inputs_, exponents_.input_gradient_exponent(dy.exponent));
@@ -342,13 +408,11 @@ void Linear::Update(const SgdSettings& sgd, SeedSequence* seeds) {
     Move(weight_shifts, weight_seed,
          UpdateRow<std::int8_t>{row, inputs_, &weight_gradient_.at(row, 0),
                                 &master_weights_.at(row, 0), &weight_velocity_.at(row, 0),
-                                QMax(8) * (1 << kMasterBits), &weights_.at(row, 0), QMin(8),
-                                QMax(8)});
+                                QMax(8) * (1 << kMasterBits), &weights_.at(row, 0)});
   }
   Move(bias_shifts, bias_seed,
        UpdateRow<std::int32_t>{0, outputs_, bias_gradient_.mantissas.data(), master_bias_.data(),
-                               bias_velocity_.data(), kBiasMasterBound, bias_.data(), INT32_MIN,
-                               INT32_MAX});
+                               bias_velocity_.data(), kBiasMasterBound, bias_.data()});
 }
 
 const DyadicInt8& Relu::Forward(const DyadicInt8& x) {
@@ -363,9 +427,8 @@ const DyadicInt8& Relu::Forward(const DyadicInt8& x) {
 void Relu::Backward(const DyadicInt8& dy, DyadicInt8* input_gradient) const {
   CheckShape("relu output gradient", dy, output_.rows, output_.cols, dy.exponent);
   *input_gradient = DyadicInt8(dy.rows, dy.cols, dy.exponent);
-  Mask(
-      dy.mantissas.data(), output_.mantissas.data(), dy.mantissas.size(),
-      [](std::int8_t y) { return y > 0; }, input_gradient->mantissas.data());
+  MaskNonPositive(dy.mantissas.data(), output_.mantissas.data(), dy.mantissas.size(),
+                  input_gradient->mantissas.data());
 }
 
 }  // namespace train
