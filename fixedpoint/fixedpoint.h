@@ -1,8 +1,9 @@
 // lowbit::fixedpoint: gemmlowp-compatible fixed-point arithmetic (SRDHM, RoundingDivideByPOT,
-// FixedPoint<Raw, IntegerBits>, exp/tanh/logistic), written once over a raw type so SIMD back ends
-// only supply primitives and stay bit-exact with the scalar one. The SIMD back ends
-// (fixedpoint_{sse41,avx2,avx512,neon}.h) are not included here: only code compiled for an ISA may
-// include its back end (doc/design.md, "Fixed-point back ends").
+// FixedPoint<Raw, IntegerBits>, gemmlowp's exp/tanh/logistic and lowbit's more accurate ones),
+// written once over a raw type so SIMD back ends only supply primitives and stay bit-exact with
+// the scalar one. The SIMD back ends (fixedpoint_{sse41,avx2,avx512,neon}.h) are not included
+// here: only code compiled for an ISA may include its back end (doc/design.md, "Fixed-point back
+// ends").
 #ifndef LOWBIT_FIXEDPOINT_FIXEDPOINT_H_
 #define LOWBIT_FIXEDPOINT_FIXEDPOINT_H_
 
@@ -377,9 +378,171 @@ FixedPoint<Raw, IntegerBits> MinusAbs(FixedPoint<Raw, IntegerBits> a, Raw negati
 
 }  // namespace detail
 
-// Accuracy notes below give the largest absolute error against the exact function measured over
-// the sweeps of test/fixedpoint_test.cc (every int16 input; about 2^20 evenly spaced int32 inputs
-// plus edges), for IntegerBits 0..6. "LSB" is 2^-31 for int32 raw and 2^-15 for int16 raw.
+// gemmlowp's transcendental functions, bit for bit, under gemmlowp's names: TFLite's quantized
+// softmax, logistic and tanh are built on them, so a model validated against those gives the same
+// answers here (test/fixedpoint_test.cc compares every int16 input and sampled int32 inputs with
+// Debian's libgemmlowp-dev). Their errors reach a few hundred LSB; Accurate* below are lowbit's
+// own, nearer the exact values.
+
+namespace detail {
+
+// A constant given as an int32 raw value, in a format of any raw width: gemmlowp writes its
+// constants once, for int32, and rounds them (RoundingDivideByPOT) to narrower raws.
+template <typename F>
+F ConstantFromInt32Raw(std::int32_t int32_raw) {
+  using Scalar = typename F::ScalarRawType;
+  constexpr int kBits = 8 * static_cast<int>(sizeof(Scalar));
+  return F::FromScalarRaw(static_cast<Scalar>(RoundingDivideByPOT(int32_raw, 32 - kBits)));
+}
+
+// a + b, saturating for 16-bit raws and wrapping for 32-bit ones, as gemmlowp adds exp's
+// constant term.
+template <typename Raw, int IntegerBits>
+FixedPoint<Raw, IntegerBits> AddSaturatingIf16Bit(FixedPoint<Raw, IntegerBits> a,
+                                                  FixedPoint<Raw, IntegerBits> b) {
+  if constexpr (kScalarBits<Raw> == 16) {
+    return SaturatingAdd(a, b);
+  } else {
+    return a + b;
+  }
+}
+
+// 1 / (1 + x) for x in [0, 1], times 2, in a format with 2 integer bits: Newton-Raphson on the
+// half denominator d = (1 + x) / 2 from the start 48/17 - 32/17 d, three steps.
+template <typename Raw>
+FixedPoint<Raw, 2> TwoOverOnePlusX(FixedPoint<Raw, 0> x) {
+  using F0 = FixedPoint<Raw, 0>;
+  using F2 = FixedPoint<Raw, 2>;
+  const F0 half_denominator = RoundingHalfSum(x, F0::One());
+  const F2 start_constant = ConstantFromInt32Raw<F2>(1515870810);  // 48/17
+  const F2 start_slope = ConstantFromInt32Raw<F2>(-1010580540);    // -32/17
+  F2 z = start_constant + half_denominator * start_slope;
+  for (int step = 0; step < 3; ++step) {
+    const F2 residual = F2::One() - half_denominator * z;
+    z = z + Rescale<2>(z * residual);
+  }
+  return z;
+}
+
+// exp(a) for a <= 0 as both families reduce it: a = r - n with r in [-1/4, 0) and n >= 0 a
+// multiple of 1/4, exp(r) from `exp_on_quarter`, times factor(k) = exp(-2^k) for each set bit
+// 2^k of n, k = -2 .. min(IntegerBits - 1, 4). n (raw, at a's format) is left in *n for the
+// callers' own handling of n >= 32 and of a == 0.
+template <typename Raw, int IntegerBits, typename ExpOnQuarter, typename Factor>
+FixedPoint<Raw, 0> ExpByQuarters(FixedPoint<Raw, IntegerBits> a, ExpOnQuarter exp_on_quarter,
+                                 Factor factor, Raw* n) {
+  using InputF = FixedPoint<Raw, IntegerBits>;
+  using ResultF = FixedPoint<Raw, 0>;
+  using Scalar = ScalarRawTypeOf<Raw>;
+  constexpr int kFractionalBits = InputF::kFractionalBits;
+  static_assert(kFractionalBits >= 2, "exp on negative values needs 1/4 to be representable");
+  const InputF one_quarter = InputF::template ConstantPOT<-2>();
+  const InputF below_one_quarter = one_quarter - InputF::FromScalarRaw(1);
+  const InputF r = InputF::FromRaw(BitAnd(a.raw(), below_one_quarter.raw())) - one_quarter;
+  *n = (r - a).raw();
+  // |r| < 1/4, so this left shift never saturates.
+  ResultF result = exp_on_quarter(Rescale<0>(r));
+  constexpr int kHighestPowerOfTwo = IntegerBits - 1 < 4 ? IntegerBits - 1 : 4;
+  for (int k = -2; k <= kHighestPowerOfTwo; ++k) {
+    const Raw bit_is_set = MaskIfNonZero(
+        BitAnd(*n, Dup<Raw>(static_cast<Scalar>(Scalar{1} << (kFractionalBits + k)))));
+    result = SelectUsingMask(bit_is_set, result * factor(k), result);
+  }
+  return result;
+}
+
+}  // namespace detail
+
+// exp(a) for a in [-1/4, 0): exp(-1/8) exp(x) with x = a + 1/8, exp(x) by its Taylor polynomial
+// of degree 4.
+template <typename Raw>
+FixedPoint<Raw, 0> exp_on_interval_between_negative_one_quarter_and_0_excl(FixedPoint<Raw, 0> a) {
+  using F = FixedPoint<Raw, 0>;
+  const F exp_minus_one_eighth = detail::ConstantFromInt32Raw<F>(1895147668);
+  const F one_third = detail::ConstantFromInt32Raw<F>(715827883);
+  const F x = a + F::template ConstantPOT<-3>();
+  const F x2 = x * x;
+  const F x3 = x2 * x;
+  const F x4 = x2 * x2;
+  const F x4_over_4 = SaturatingRoundingMultiplyByPOT<-2>(x4);
+  // x^2/2 + x^3/6 + x^4/24 = ((x^4/4 + x^3) / 3 + x^2) / 2.
+  const F higher_terms = SaturatingRoundingMultiplyByPOT<-1>((x4_over_4 + x3) * one_third + x2);
+  return detail::AddSaturatingIf16Bit(exp_minus_one_eighth,
+                                      exp_minus_one_eighth * (x + higher_terms));
+}
+
+// exp(a) for a <= 0: a = r - n with r in [-1/4, 0) and n a multiple of 1/4, exp(r) times
+// exp(-2^k) for each set bit 2^k of n; 0 below -32 (formats that reach it); exp(0) is One().
+template <typename Raw, int IntegerBits>
+FixedPoint<Raw, 0> exp_on_negative_values(FixedPoint<Raw, IntegerBits> a) {
+  using InputF = FixedPoint<Raw, IntegerBits>;
+  using ResultF = FixedPoint<Raw, 0>;
+  // exp(-2^k) for k = -2 .. 4, as int32 raws without integer bits.
+  constexpr std::int32_t kFactors[] = {1672461947, 1302514674, 790015084, 290630308,
+                                       39332535,   720401,     242};
+  Raw n;
+  ResultF result = detail::ExpByQuarters(
+      a, [](ResultF r) { return exp_on_interval_between_negative_one_quarter_and_0_excl(r); },
+      [&](int k) { return detail::ConstantFromInt32Raw<ResultF>(kFactors[k + 2]); }, &n);
+  if constexpr (IntegerBits > 5) {
+    const InputF minus_32 =
+        detail::ConstantFromInt32Raw<InputF>(-(std::int32_t{1} << (36 - IntegerBits)));
+    result = SelectUsingMask(MaskIfLessThan(a, minus_32), ResultF::Zero(), result);
+  }
+  return SelectUsingMask(MaskIfZero(a), ResultF::One(), result);
+}
+
+// (1 - x) / (1 + x) for x in [0, 1]: 2 / (1 + x) - 1.
+template <typename Raw>
+FixedPoint<Raw, 0> one_minus_x_over_one_plus_x_for_x_in_0_1(FixedPoint<Raw, 0> x) {
+  return Rescale<0>(detail::TwoOverOnePlusX(x) - FixedPoint<Raw, 2>::One());
+}
+
+// -tanh(a) for a <= 0.
+template <typename Raw, int IntegerBits>
+FixedPoint<Raw, 0> neg_tanh_on_negative_values(FixedPoint<Raw, IntegerBits> a) {
+  return one_minus_x_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(ExactMulByPot<1>(a)));
+}
+
+// tanh(a) = sign(a) (1 - e) / (1 + e) with e = exp(-2|a|); tanh(0) is 0.
+template <typename Raw, int IntegerBits>
+FixedPoint<Raw, 0> tanh(FixedPoint<Raw, IntegerBits> a) {
+  using InputF = FixedPoint<Raw, IntegerBits>;
+  using ResultF = FixedPoint<Raw, 0>;
+  const Raw negative = MaskIfLessThan(a, InputF::Zero());
+  const ResultF t = neg_tanh_on_negative_values(SelectUsingMask(negative, a, -a));
+  return SelectUsingMask(MaskIfZero(a), ResultF::Zero(), SelectUsingMask(negative, -t, t));
+}
+
+// 1 / (1 + x) for x in [0, 1].
+template <typename Raw>
+FixedPoint<Raw, 0> one_over_one_plus_x_for_x_in_0_1(FixedPoint<Raw, 0> x) {
+  return Rescale<0>(ExactMulByPot<-1>(detail::TwoOverOnePlusX(x)));
+}
+
+// logistic(a) = 1 / (1 + exp(-a)) for a >= 0.
+template <typename Raw, int IntegerBits>
+FixedPoint<Raw, 0> logistic_on_positive_values(FixedPoint<Raw, IntegerBits> a) {
+  return one_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(-a));
+}
+
+// logistic(a) = 1 / (1 + exp(-a)): from |a|, and 1 minus that for a < 0; logistic(0) is 1/2.
+template <typename Raw, int IntegerBits>
+FixedPoint<Raw, 0> logistic(FixedPoint<Raw, IntegerBits> a) {
+  using InputF = FixedPoint<Raw, IntegerBits>;
+  using ResultF = FixedPoint<Raw, 0>;
+  const Raw positive = MaskIfGreaterThan(a, InputF::Zero());
+  const ResultF if_positive = logistic_on_positive_values(SelectUsingMask(positive, a, -a));
+  const ResultF if_negative = ResultF::One() - if_positive;
+  return SelectUsingMask(MaskIfZero(a), detail::ConstantFromInt32Raw<ResultF>(1 << 30),
+                         SelectUsingMask(positive, if_positive, if_negative));
+}
+
+// lowbit's own transcendental functions, Accurate*: the same functions as gemmlowp's above, nearer
+// the exact values (doc/output-pipeline.md compares them). Accuracy notes give the largest
+// absolute error against the exact function measured over the sweeps of test/fixedpoint_test.cc
+// (every int16 input; about 2^20 evenly spaced int32 inputs plus edges), for IntegerBits 0..6.
+// "LSB" is 2^-31 for int32 raw and 2^-15 for int16 raw.
 
 // exp(a) for a in [-1/4, 0). exp(a) = exp(-1/8) * exp(x) with x = a + 1/8 in [-1/8, 1/8), and
 // exp(x) by its Taylor polynomial of degree 6, whose truncation error (|x|^7 / 7! * e^(1/8) below
@@ -389,7 +552,7 @@ FixedPoint<Raw, IntegerBits> MinusAbs(FixedPoint<Raw, IntegerBits> a, Raw negati
 // Max abs error 0.96 LSB (2^-31.1) for int32, 0.93 LSB (2^-15.1) for int16; test
 // ExpOnIntervalBetweenNegativeOneQuarterAnd0Excl.
 template <typename Raw>
-FixedPoint<Raw, 0> exp_on_interval_between_negative_one_quarter_and_0_excl(FixedPoint<Raw, 0> a) {
+FixedPoint<Raw, 0> AccurateExpOnNegativeQuarter(FixedPoint<Raw, 0> a) {
   using F = FixedPoint<Raw, 0>;
   constexpr double kExpMinusOneEighth = 0.882496902584595402864892143229;
   const F x = a + F::template ConstantPOT<-3>();
@@ -418,12 +581,10 @@ FixedPoint<Raw, 0> exp_on_interval_between_negative_one_quarter_and_0_excl(Fixed
 // Max abs error 1.54 LSB (2^-30.4) for int32, 1.46 LSB (2^-14.5) for int16; test
 // ExpOnNegativeValues. Requires at least 2 fractional bits (IntegerBits <= bits - 3).
 template <typename Raw, int IntegerBits>
-FixedPoint<Raw, 0> exp_on_negative_values(FixedPoint<Raw, IntegerBits> a) {
-  using InputF = FixedPoint<Raw, IntegerBits>;
+FixedPoint<Raw, 0> AccurateExpOnNegativeValues(FixedPoint<Raw, IntegerBits> a) {
   using ResultF = FixedPoint<Raw, 0>;
   using Scalar = ScalarRawTypeOf<Raw>;
-  constexpr int kFractionalBits = InputF::kFractionalBits;
-  static_assert(kFractionalBits >= 2, "exp_on_negative_values needs 1/4 to be representable");
+  constexpr int kFractionalBits = FixedPoint<Raw, IntegerBits>::kFractionalBits;
   // exp(-2^k) for k = -2 .. 4; e^-32 is below 2^-46, zero in every format.
   constexpr double kExpOfMinusPowerOfTwo[] = {
       0.778800783071404868245170266978,      0.606530659712633423603799534991,
@@ -431,8 +592,6 @@ FixedPoint<Raw, 0> exp_on_negative_values(FixedPoint<Raw, IntegerBits> a) {
       0.0183156388887341802937180212732,     0.000335462627902511838821389125781,
       0.00000011253517471925911451377517906,
   };
-  constexpr int kLowestPowerOfTwo = -2;
-  constexpr int kHighestPowerOfTwo = IntegerBits - 1 < 4 ? IntegerBits - 1 : 4;
   // As raw constants, so that no floating point is left to run time (train/ relies on it).
   constexpr Scalar kFactorRaw[] = {
       ResultF::ScalarRawFromDouble(kExpOfMinusPowerOfTwo[0]),
@@ -443,19 +602,10 @@ FixedPoint<Raw, 0> exp_on_negative_values(FixedPoint<Raw, IntegerBits> a) {
       ResultF::ScalarRawFromDouble(kExpOfMinusPowerOfTwo[5]),
       ResultF::ScalarRawFromDouble(kExpOfMinusPowerOfTwo[6]),
   };
-
-  const Scalar one_quarter_raw = static_cast<Scalar>(Scalar{1} << (kFractionalBits - 2));
-  const InputF r = InputF::FromRaw(BitAnd(a.raw(), Dup<Raw>(one_quarter_raw - 1))) -
-                   InputF::template ConstantPOT<-2>();
-  const Raw n = Sub(r.raw(), a.raw());
-  // |r| < 1/4, so this left shift never saturates.
-  ResultF result = exp_on_interval_between_negative_one_quarter_and_0_excl(Rescale<0>(r));
-  for (int k = kLowestPowerOfTwo; k <= kHighestPowerOfTwo; ++k) {
-    const Raw bit_is_set =
-        MaskIfNonZero(BitAnd(n, Dup<Raw>(static_cast<Scalar>(Scalar{1} << (kFractionalBits + k)))));
-    const ResultF factor = ResultF::FromScalarRaw(kFactorRaw[k - kLowestPowerOfTwo]);
-    result = SelectUsingMask(bit_is_set, result * factor, result);
-  }
+  Raw n;
+  ResultF result = detail::ExpByQuarters(
+      a, [](ResultF r) { return AccurateExpOnNegativeQuarter(r); },
+      [&](int k) { return ResultF::FromScalarRaw(kFactorRaw[k + 2]); }, &n);
   if constexpr (IntegerBits > 5) {
     const Raw n_at_least_32 =
         MaskIfGreaterThanOrEqual(n, Dup<Raw>(static_cast<Scalar>(Scalar{32} << kFractionalBits)));
@@ -472,7 +622,7 @@ FixedPoint<Raw, 0> exp_on_negative_values(FixedPoint<Raw, IntegerBits> a) {
 // Max abs error 1.25 LSB (2^-30.7) for int32, 1.0 LSB (2^-15, at x == 0) for int16; test
 // OneOverOnePlusX. int16 results can step back by one LSB between adjacent inputs.
 template <typename Raw>
-FixedPoint<Raw, 0> one_over_one_plus_x_for_x_in_0_1(FixedPoint<Raw, 0> x) {
+FixedPoint<Raw, 0> AccurateOneOverOnePlusX(FixedPoint<Raw, 0> x) {
   using F = FixedPoint<Raw, 0>;
   F z = F::FromDouble(16.0 / 17.0) - F::FromDouble(8.0 / 17.0) * x;
   for (int step = 0; step < 3; ++step) {
@@ -487,11 +637,10 @@ FixedPoint<Raw, 0> one_over_one_plus_x_for_x_in_0_1(FixedPoint<Raw, 0> x) {
 // Max abs error 1.50 LSB (2^-30.4) for int32, 1.0 LSB (2^-15) for int16; test
 // OneMinusXOverOnePlusX.
 template <typename Raw>
-FixedPoint<Raw, 0> one_minus_x_over_one_plus_x_for_x_in_0_1(FixedPoint<Raw, 0> x) {
+FixedPoint<Raw, 0> AccurateOneMinusXOverOnePlusX(FixedPoint<Raw, 0> x) {
   using F = FixedPoint<Raw, 0>;
   // At x == 0 both factors saturate and their product would fall 2 LSB short of One().
-  return SelectUsingMask(MaskIfZero(x), F::One(),
-                         detail::OneMinus(x) * one_over_one_plus_x_for_x_in_0_1(x));
+  return SelectUsingMask(MaskIfZero(x), F::One(), detail::OneMinus(x) * AccurateOneOverOnePlusX(x));
 }
 
 // tanh(a) = sign(a) (1 - e) / (1 + e) with e = exp(-2|a|). Computed on |a| (-a is formed only for
@@ -501,12 +650,12 @@ FixedPoint<Raw, 0> one_minus_x_over_one_plus_x_for_x_in_0_1(FixedPoint<Raw, 0> x
 // Max abs error 3.38 LSB (2^-29.2) for int32, 2.36 LSB (2^-13.8) for int16, near |tanh| = 1 where
 // the error of exp(-2|a|) is doubled; test Tanh.
 template <typename Raw, int IntegerBits>
-FixedPoint<Raw, 0> tanh(FixedPoint<Raw, IntegerBits> a) {
+FixedPoint<Raw, 0> AccurateTanh(FixedPoint<Raw, IntegerBits> a) {
   using ResultF = FixedPoint<Raw, 0>;
   const Raw negative = MaskIfLessThan(a, FixedPoint<Raw, IntegerBits>::Zero());
   const ResultF exp_minus_two_abs =
-      exp_on_negative_values(ExactMulByPot<1>(detail::MinusAbs(a, negative)));
-  const ResultF tanh_abs = one_minus_x_over_one_plus_x_for_x_in_0_1(exp_minus_two_abs);
+      AccurateExpOnNegativeValues(ExactMulByPot<1>(detail::MinusAbs(a, negative)));
+  const ResultF tanh_abs = AccurateOneMinusXOverOnePlusX(exp_minus_two_abs);
   return SelectUsingMask(MaskIfZero(a), ResultF::Zero(),
                          SelectUsingMask(negative, -tanh_abs, tanh_abs));
 }
@@ -517,11 +666,11 @@ FixedPoint<Raw, 0> tanh(FixedPoint<Raw, IntegerBits> a) {
 // Max abs error 2.19 LSB (2^-29.9) for int32, 1.30 LSB (2^-14.6) for int16; test Logistic. With
 // IntegerBits <= 1, int16 results can step back by one LSB between adjacent inputs.
 template <typename Raw, int IntegerBits>
-FixedPoint<Raw, 0> logistic(FixedPoint<Raw, IntegerBits> a) {
+FixedPoint<Raw, 0> AccurateLogistic(FixedPoint<Raw, IntegerBits> a) {
   using ResultF = FixedPoint<Raw, 0>;
   const Raw negative = MaskIfLessThan(a, FixedPoint<Raw, IntegerBits>::Zero());
   const ResultF logistic_abs =
-      one_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(detail::MinusAbs(a, negative)));
+      AccurateOneOverOnePlusX(AccurateExpOnNegativeValues(detail::MinusAbs(a, negative)));
   return SelectUsingMask(MaskIfZero(a), ResultF::template ConstantPOT<-1>(),
                          SelectUsingMask(negative, detail::OneMinus(logistic_abs), logistic_abs));
 }

@@ -168,8 +168,8 @@ void Gemm(Context* context, const MatrixMap<LhsScalar>& lhs, const Rhs& rhs,
                          bit_depth);
 }
 
-// gemmlowp's classic uint8 GEMM: saturate_uint8(((acc + result_offset) * result_mult_int +
-// rounding) >> result_shift).
+// gemmlowp's classic uint8 GEMM, its bits: saturate_uint8(RoundingDivideByPOT((acc +
+// result_offset) * result_mult_int, result_shift)), the sum and the product wrapping in int32.
 template <typename LhsScalar, typename RhsScalar>
 void Gemm(Context* context, const MatrixMap<LhsScalar>& lhs, const MatrixMap<RhsScalar>& rhs,
           MatrixMap<std::uint8_t>* result, const Offsets& lhs_offset, const Offsets& rhs_offset,

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace lowbit {
 
@@ -52,6 +53,13 @@ class VectorMap {
  public:
   VectorMap(Scalar* data, int size) : data_(data), size_(size) {}
 
+  // A map of mutable data converts to a map of const data, as MatrixMap does: a bias or an
+  // offsets vector held as VectorMap<std::int32_t> passes where VectorMap<const std::int32_t>
+  // is taken.
+  template <typename Other, typename = decltype(static_cast<Scalar*>(static_cast<Other*>(nullptr)))>
+  VectorMap(const VectorMap<Other>& other)  // NOLINT(google-explicit-constructor)
+      : VectorMap(other.data(), other.size()) {}
+
   Scalar* data() const { return data_; }
   int size() const { return size_; }
   Scalar& operator()(int index) const { return data_[index]; }
@@ -71,7 +79,10 @@ class Offsets {
  public:
   Offsets(std::int32_t value)  // NOLINT(google-explicit-constructor)
       : per_channel_(nullptr), size_(0), value_(value), is_per_channel_(false) {}
-  Offsets(VectorMap<const std::int32_t> per_channel)  // NOLINT(google-explicit-constructor)
+  // A VectorMap<std::int32_t> or VectorMap<const std::int32_t>.
+  template <typename Scalar, typename = std::enable_if_t<
+                                 std::is_same<std::remove_const_t<Scalar>, std::int32_t>::value>>
+  Offsets(VectorMap<Scalar> per_channel)  // NOLINT(google-explicit-constructor)
       : per_channel_(per_channel.data()),
         size_(per_channel.size()),
         value_(0),

@@ -50,11 +50,11 @@ inline std::int32_t ScaleByFixedPoint(std::int32_t acc, std::int32_t multiplier,
                                               right_shift, offset);
 }
 
-// The legacy gemmlowp requantization: ((acc + offset) * multiplier + rounding) >> shift.
+// The legacy gemmlowp requantization: RoundingDivideByPOT((acc + offset) * multiplier, shift),
+// the sum and the product wrapping in int32 as gemmlowp's do.
 inline std::int32_t LegacyScale(std::int32_t acc, std::int32_t offset, std::int32_t multiplier,
                                 int shift) {
-  const std::int32_t rounding = shift < 1 ? 0 : (1 << (shift - 1));
-  return WrappingAdd(WrappingMul(WrappingAdd(acc, offset), multiplier), rounding) >> shift;
+  return fixedpoint::RoundingDivideByPOT(WrappingMul(WrappingAdd(acc, offset), multiplier), shift);
 }
 
 // 32 random bits that depend only on (seed, row, col) (internal::StochasticRoundingHash):
@@ -95,6 +95,32 @@ std::int32_t EvalOnRealValue(std::int32_t acc, std::int32_t zero, std::int32_t a
   const auto x =
       fixedpoint::FixedPoint<std::int32_t, 3>::FromRaw(CenteredToFixedPoint3(centered, amplitude));
   return FixedPoint0ToQuantized(f(x).raw(), zero, amplitude);
+}
+
+// gemmlowp's OutputStageTanh, bit for bit: (acc - zero) / amplitude as a FixedPoint<int32, 3>
+// through the reciprocal of the amplitude normalized to [1/2, 1] (in double, as gemmlowp forms
+// it), gemmlowp's tanh, then times the amplitude normalized to [1/2, 1) and shifted back; inputs
+// at or beyond 8 amplitudes from zero give the end points. Requires zero +- 8 * amplitude within
+// int32 (OutputStageTanh::Validate).
+inline std::int32_t GemmlowpTanh(std::int32_t acc, std::int32_t zero, std::int32_t amplitude) {
+  using F0 = fixedpoint::FixedPoint<std::int32_t, 0>;
+  using F3 = fixedpoint::FixedPoint<std::int32_t, 3>;
+  if (acc <= zero - 8 * amplitude) return zero - amplitude;
+  if (acc >= zero + 8 * amplitude) return zero + amplitude;
+  double inverse_amplitude = 1.0 / amplitude;
+  int inverse_exponent = 0;
+  while (inverse_amplitude < 0.5) {
+    inverse_amplitude *= 2;
+    ++inverse_exponent;
+  }
+  int amplitude_exponent = 0;
+  while ((std::int64_t{1} << amplitude_exponent) <= amplitude) ++amplitude_exponent;
+  // amplitude / 2^amplitude_exponent, in [1/2, 1), exactly.
+  const F0 amplitude_normalized = F0::FromRaw(amplitude << (31 - amplitude_exponent));
+  F3 x = F3::FromRaw(acc - zero) * F0::FromDouble(inverse_amplitude);
+  x.raw() = fixedpoint::SaturatingRoundingMultiplyByPOT(x.raw(), 28 - inverse_exponent);
+  const F0 y = fixedpoint::tanh(x) * amplitude_normalized;
+  return zero + (y.raw() >> (31 - amplitude_exponent));
 }
 
 // The per-channel fixed-point stages: one non-negative multiplier and one shift (exponent) in
@@ -381,27 +407,50 @@ struct OutputStageTruncatingCastToUint8 {
   }
 };
 
+// Which tanh OutputStageTanh computes: gemmlowp's (its OutputStageTanh, bit for bit, the
+// default) or lowbit's own, nearer the exact value (doc/output-pipeline.md compares them).
+enum class TanhArithmetic { kGemmlowp, kAccurate };
+
 // The real value of an int32 q is (q - real_zero_as_int32) / real_amplitude_as_int32, on input
 // and on output. Tanh maps it to real_zero + real_amplitude * tanh(x), in
 // [real_zero - real_amplitude, real_zero + real_amplitude]; inputs at or beyond |x| = 8 give
-// the end points (tanh(8) is within 2^-22 of 1).
+// the end points (tanh(8) is within 2^-22 of 1). gemmlowp's arithmetic needs
+// real_zero +- 8 * real_amplitude within int32 (gemmlowp forms those bounds in int32); the
+// accurate one takes any positive amplitude.
 struct OutputStageTanh {
   std::int32_t real_zero_as_int32;
   std::int32_t real_amplitude_as_int32;
+  TanhArithmetic arithmetic = TanhArithmetic::kGemmlowp;
 
   void Validate(int, int, const std::string& name) const {
     checks::CheckInRange(name, "real_amplitude_as_int32", real_amplitude_as_int32, 1,
                          std::numeric_limits<std::int32_t>::max());
+    if (arithmetic == TanhArithmetic::kGemmlowp) {
+      const std::int64_t reach = std::int64_t{8} * real_amplitude_as_int32;
+      if (real_zero_as_int32 - reach < std::numeric_limits<std::int32_t>::min() ||
+          real_zero_as_int32 + reach > std::numeric_limits<std::int32_t>::max()) {
+        throw Error(name + ".real_amplitude_as_int32",
+                    "with gemmlowp's arithmetic, real_zero_as_int32 +- 8 * real_amplitude_as_int32 "
+                    "must lie within int32, got zero " +
+                        std::to_string(real_zero_as_int32) + " and amplitude " +
+                        std::to_string(real_amplitude_as_int32) +
+                        " (TanhArithmetic::kAccurate takes any positive amplitude)");
+      }
+    }
   }
   std::int32_t Eval(std::int32_t acc, int, int) const {
+    if (arithmetic == TanhArithmetic::kGemmlowp) {
+      return stage_detail::GemmlowpTanh(acc, real_zero_as_int32, real_amplitude_as_int32);
+    }
     return stage_detail::EvalOnRealValue(
         acc, real_zero_as_int32, real_amplitude_as_int32, -1,
-        [](fixedpoint::FixedPoint<std::int32_t, 3> x) { return fixedpoint::tanh(x); });
+        [](fixedpoint::FixedPoint<std::int32_t, 3> x) { return fixedpoint::AccurateTanh(x); });
   }
 };
 
 // Logistic maps the real value x to real_zero + real_amplitude * logistic(x), in
-// [real_zero, real_zero + real_amplitude]; |x| >= 8 gives the end points.
+// [real_zero, real_zero + real_amplitude]; |x| >= 8 gives the end points. gemmlowp has no such
+// stage: this one is lowbit's, on lowbit's accurate logistic.
 struct OutputStageLogistic {
   std::int32_t real_zero_as_int32;
   std::int32_t real_amplitude_as_int32;
@@ -413,7 +462,7 @@ struct OutputStageLogistic {
   std::int32_t Eval(std::int32_t acc, int, int) const {
     return stage_detail::EvalOnRealValue(
         acc, real_zero_as_int32, real_amplitude_as_int32, 0,
-        [](fixedpoint::FixedPoint<std::int32_t, 3> x) { return fixedpoint::logistic(x); });
+        [](fixedpoint::FixedPoint<std::int32_t, 3> x) { return fixedpoint::AccurateLogistic(x); });
   }
 };
 

@@ -54,6 +54,10 @@ enum class Operation {
   kLogistic,
   kExpOnNegativeValues,
   kOneOverOnePlusX,
+  kAccurateTanh,
+  kAccurateLogistic,
+  kAccurateExpOnNegativeValues,
+  kAccurateOneOverOnePlusX,
 };
 
 struct OperationInfo {
@@ -99,6 +103,10 @@ constexpr OperationInfo kOperations[] = {
     {Operation::kLogistic, "logistic", Operand::kValue},
     {Operation::kExpOnNegativeValues, "exp_on_negative_values", Operand::kValue},
     {Operation::kOneOverOnePlusX, "one_over_one_plus_x_for_x_in_0_1", Operand::kValue},
+    {Operation::kAccurateTanh, "AccurateTanh", Operand::kValue},
+    {Operation::kAccurateLogistic, "AccurateLogistic", Operand::kValue},
+    {Operation::kAccurateExpOnNegativeValues, "AccurateExpOnNegativeValues", Operand::kValue},
+    {Operation::kAccurateOneOverOnePlusX, "AccurateOneOverOnePlusX", Operand::kValue},
 };
 
 // A scalar Raw takes the (x, int) overloads for the per-lane operations: one lane, one exponent.
@@ -175,6 +183,14 @@ Raw Apply(Operation operation, Raw a, Raw b, int exponent) {
       return exp_on_negative_values(FixedPoint<Raw, 5>::FromRaw(non_positive)).raw();
     case Operation::kOneOverOnePlusX:
       return one_over_one_plus_x_for_x_in_0_1(FixedPoint<Raw, 0>::FromRaw(below_one)).raw();
+    case Operation::kAccurateTanh:
+      return AccurateTanh(FixedPoint<Raw, 3>::FromRaw(a)).raw();
+    case Operation::kAccurateLogistic:
+      return AccurateLogistic(FixedPoint<Raw, 4>::FromRaw(a)).raw();
+    case Operation::kAccurateExpOnNegativeValues:
+      return AccurateExpOnNegativeValues(FixedPoint<Raw, 5>::FromRaw(non_positive)).raw();
+    case Operation::kAccurateOneOverOnePlusX:
+      return AccurateOneOverOnePlusX(FixedPoint<Raw, 0>::FromRaw(below_one)).raw();
   }
   return a;
 }

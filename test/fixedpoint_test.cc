@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -666,15 +667,13 @@ void CheckExpOnQuarterInterval(double bound_lsb) {
   const auto quarter = static_cast<Scalar>(Scalar{1} << (kBits<Scalar> - 3));
   const SweepResult result = Sweep<Scalar, 0>(
       static_cast<Scalar>(-quarter), Scalar{-1}, Monotonic::kNonDecreasing,
-      [](FixedPoint<Scalar, 0> x) {
-        return exp_on_interval_between_negative_one_quarter_and_0_excl(x);
-      },
+      [](FixedPoint<Scalar, 0> x) { return AccurateExpOnNegativeQuarter(x); },
       [](double x) { return std::exp(x); });
   ExpectWithinBound(result, bound_lsb, "exp on [-1/4, 0)", 0);
 }
 
 // Measured max abs error: int32 0.96 LSB, int16 0.93 LSB.
-TEST(Transcendentals, ExpOnIntervalBetweenNegativeOneQuarterAnd0Excl) {
+TEST(AccurateTranscendentals, ExpOnIntervalBetweenNegativeOneQuarterAnd0Excl) {
   CheckExpOnQuarterInterval<std::int32_t>(1.9);
   CheckExpOnQuarterInterval<std::int16_t>(1.9);
 }
@@ -683,10 +682,11 @@ template <typename Scalar, int IntegerBits>
 void CheckExpOnNegativeValues(double bound_lsb) {
   const SweepResult result = Sweep<Scalar, IntegerBits>(
       kLowest<Scalar>, Scalar{0}, Monotonic::kNonDecreasing,
-      [](FixedPoint<Scalar, IntegerBits> x) { return exp_on_negative_values(x); },
+      [](FixedPoint<Scalar, IntegerBits> x) { return AccurateExpOnNegativeValues(x); },
       [](double x) { return std::exp(x); });
-  ExpectWithinBound(result, bound_lsb, "exp_on_negative_values", IntegerBits);
-  EXPECT_EQ(exp_on_negative_values(FixedPoint<Scalar, IntegerBits>::Zero()).raw(), kMax<Scalar>);
+  ExpectWithinBound(result, bound_lsb, "AccurateExpOnNegativeValues", IntegerBits);
+  EXPECT_EQ(AccurateExpOnNegativeValues(FixedPoint<Scalar, IntegerBits>::Zero()).raw(),
+            kMax<Scalar>);
 }
 
 template <typename Scalar, int... IntegerBits>
@@ -695,30 +695,30 @@ void CheckExpOnNegativeValuesForAll(double bound_lsb, std::integer_sequence<int,
 }
 
 // Measured max abs error: int32 1.54 LSB, int16 1.46 LSB.
-TEST(Transcendentals, ExpOnNegativeValues) {
+TEST(AccurateTranscendentals, ExpOnNegativeValues) {
   CheckExpOnNegativeValuesForAll<std::int32_t>(3.1, std::make_integer_sequence<int, 7>());
   CheckExpOnNegativeValuesForAll<std::int16_t>(2.9, std::make_integer_sequence<int, 7>());
   using Q10 = FixedPoint<std::int32_t, 10>;
-  EXPECT_EQ(exp_on_negative_values(Q10::FromDouble(-32.0)).raw(), 0);
-  EXPECT_EQ(exp_on_negative_values(Q10::FromRaw(kInt32Min)).raw(), 0);
-  EXPECT_GT(exp_on_negative_values(Q10::FromDouble(-21.0)).raw(), 0);
+  EXPECT_EQ(AccurateExpOnNegativeValues(Q10::FromDouble(-32.0)).raw(), 0);
+  EXPECT_EQ(AccurateExpOnNegativeValues(Q10::FromRaw(kInt32Min)).raw(), 0);
+  EXPECT_GT(AccurateExpOnNegativeValues(Q10::FromDouble(-21.0)).raw(), 0);
   using Q28 = FixedPoint<std::int32_t, 28>;
-  EXPECT_NEAR(ToDouble(exp_on_negative_values(Q28::FromDouble(-1.5))), std::exp(-1.5), 4e-9);
-  EXPECT_EQ(exp_on_negative_values(Q28::FromDouble(-1e6)).raw(), 0);
+  EXPECT_NEAR(ToDouble(AccurateExpOnNegativeValues(Q28::FromDouble(-1.5))), std::exp(-1.5), 4e-9);
+  EXPECT_EQ(AccurateExpOnNegativeValues(Q28::FromDouble(-1e6)).raw(), 0);
 }
 
 template <typename Scalar>
 void CheckOneOverOnePlusX(double bound_lsb) {
   const SweepResult result = Sweep<Scalar, 0>(
       Scalar{0}, kMax<Scalar>, Monotonic::kNonIncreasing,
-      [](FixedPoint<Scalar, 0> x) { return one_over_one_plus_x_for_x_in_0_1(x); },
+      [](FixedPoint<Scalar, 0> x) { return AccurateOneOverOnePlusX(x); },
       [](double x) { return 1.0 / (1.0 + x); });
-  ExpectWithinBound(result, bound_lsb, "one_over_one_plus_x_for_x_in_0_1", 0,
+  ExpectWithinBound(result, bound_lsb, "AccurateOneOverOnePlusX", 0,
                     std::is_same<Scalar, std::int16_t>::value ? 1 : 0);
 }
 
 // Measured max abs error: int32 1.25 LSB, int16 1.0 LSB (at x = 0, where 1 saturates).
-TEST(Transcendentals, OneOverOnePlusX) {
+TEST(AccurateTranscendentals, OneOverOnePlusX) {
   CheckOneOverOnePlusX<std::int32_t>(2.5);
   CheckOneOverOnePlusX<std::int16_t>(2.0);
 }
@@ -727,13 +727,13 @@ template <typename Scalar>
 void CheckOneMinusXOverOnePlusX(double bound_lsb) {
   const SweepResult result = Sweep<Scalar, 0>(
       Scalar{0}, kMax<Scalar>, Monotonic::kNonIncreasing,
-      [](FixedPoint<Scalar, 0> x) { return one_minus_x_over_one_plus_x_for_x_in_0_1(x); },
+      [](FixedPoint<Scalar, 0> x) { return AccurateOneMinusXOverOnePlusX(x); },
       [](double x) { return (1.0 - x) / (1.0 + x); });
-  ExpectWithinBound(result, bound_lsb, "one_minus_x_over_one_plus_x_for_x_in_0_1", 0);
+  ExpectWithinBound(result, bound_lsb, "AccurateOneMinusXOverOnePlusX", 0);
 }
 
 // Measured max abs error: int32 1.50 LSB, int16 1.0 LSB (at x = 0, where 1 saturates).
-TEST(Transcendentals, OneMinusXOverOnePlusX) {
+TEST(AccurateTranscendentals, OneMinusXOverOnePlusX) {
   CheckOneMinusXOverOnePlusX<std::int32_t>(3.0);
   CheckOneMinusXOverOnePlusX<std::int16_t>(2.0);
 }
@@ -741,16 +741,17 @@ TEST(Transcendentals, OneMinusXOverOnePlusX) {
 template <typename Scalar, int IntegerBits>
 void CheckTanh(double bound_lsb) {
   using Input = FixedPoint<Scalar, IntegerBits>;
-  const auto function = [](Input x) { return tanh(x); };
+  const auto function = [](Input x) { return AccurateTanh(x); };
   const SweepResult result =
       Sweep<Scalar, IntegerBits>(kLowest<Scalar>, kMax<Scalar>, Monotonic::kNonDecreasing, function,
                                  [](double x) { return std::tanh(x); });
   ExpectWithinBound(result, bound_lsb, "tanh", IntegerBits);
-  EXPECT_EQ(tanh(Input::Zero()).raw(), 0);
+  EXPECT_EQ(AccurateTanh(Input::Zero()).raw(), 0);
   for (const Scalar raw : SweepInputs<Scalar>()) {
     if (raw != kLowest<Scalar>) {
       const Input x = Input::FromRaw(raw);
-      ASSERT_EQ(tanh(-x).raw(), -tanh(x).raw()) << "IntegerBits=" << IntegerBits << " " << raw;
+      ASSERT_EQ(AccurateTanh(-x).raw(), -AccurateTanh(x).raw())
+          << "IntegerBits=" << IntegerBits << " " << raw;
     }
   }
 }
@@ -762,7 +763,7 @@ void CheckTanhForAll(double bound_lsb, std::integer_sequence<int, IntegerBits...
 
 // Measured max abs error: int32 3.38 LSB, int16 2.36 LSB (near |tanh| = 1, where the absolute error
 // of exp(-2|a|) is doubled).
-TEST(Transcendentals, Tanh) {
+TEST(AccurateTranscendentals, Tanh) {
   CheckTanhForAll<std::int32_t>(6.8, std::make_integer_sequence<int, 7>());
   CheckTanhForAll<std::int16_t>(4.7, std::make_integer_sequence<int, 7>());
 }
@@ -770,19 +771,19 @@ TEST(Transcendentals, Tanh) {
 template <typename Scalar, int IntegerBits>
 void CheckLogistic(double bound_lsb) {
   using Input = FixedPoint<Scalar, IntegerBits>;
-  const auto function = [](Input x) { return logistic(x); };
+  const auto function = [](Input x) { return AccurateLogistic(x); };
   const SweepResult result = Sweep<Scalar, IntegerBits>(
       kLowest<Scalar>, kMax<Scalar>, Monotonic::kNonDecreasing, function, Logistic);
   const bool slope_below_one_lsb_per_step =
       std::is_same<Scalar, std::int16_t>::value && IntegerBits <= 1;
   ExpectWithinBound(result, bound_lsb, "logistic", IntegerBits,
                     slope_below_one_lsb_per_step ? 1 : 0);
-  EXPECT_EQ(logistic(Input::Zero()).raw(), Scalar{1} << (kBits<Scalar> - 2));
+  EXPECT_EQ(AccurateLogistic(Input::Zero()).raw(), Scalar{1} << (kBits<Scalar> - 2));
   const std::int64_t one_raw = std::int64_t{1} << (kBits<Scalar> - 1);
   for (const Scalar raw : SweepInputs<Scalar>()) {
     if (raw != kLowest<Scalar>) {
       const Input x = Input::FromRaw(raw);
-      ASSERT_EQ(std::int64_t{logistic(x).raw()} + logistic(-x).raw(), one_raw)
+      ASSERT_EQ(std::int64_t{AccurateLogistic(x).raw()} + AccurateLogistic(-x).raw(), one_raw)
           << "IntegerBits=" << IntegerBits << " " << raw;
     }
   }
@@ -794,9 +795,74 @@ void CheckLogisticForAll(double bound_lsb, std::integer_sequence<int, IntegerBit
 }
 
 // Measured max abs error: int32 2.19 LSB, int16 1.30 LSB.
-TEST(Transcendentals, Logistic) {
+TEST(AccurateTranscendentals, Logistic) {
   CheckLogisticForAll<std::int32_t>(4.4, std::make_integer_sequence<int, 7>());
   CheckLogisticForAll<std::int16_t>(2.6, std::make_integer_sequence<int, 7>());
+}
+
+// gemmlowp's functions (gemmlowp's bits: test/gemmlowp_bits_test.cc) over the same sweeps, for
+// their documented errors (doc/design.md, "Fixed-point functions"): the largest absolute error
+// over IntegerBits 0..6 and the largest step against the function's direction.
+struct GemmlowpError {
+  double int32_lsb;
+  double int16_lsb;
+};
+
+template <typename Scalar, int IntegerBits>
+SweepResult SweepGemmlowp(const char* name) {
+  using Input = FixedPoint<Scalar, IntegerBits>;
+  const std::string function = name;
+  if (function == "exp_on_negative_values") {
+    return Sweep<Scalar, IntegerBits>(
+        kLowest<Scalar>, Scalar{0}, Monotonic::kNonDecreasing,
+        [](Input x) { return exp_on_negative_values(x); }, [](double x) { return std::exp(x); });
+  }
+  if (function == "tanh") {
+    return Sweep<Scalar, IntegerBits>(
+        kLowest<Scalar>, kMax<Scalar>, Monotonic::kNonDecreasing, [](Input x) { return tanh(x); },
+        [](double x) { return std::tanh(x); });
+  }
+  return Sweep<Scalar, IntegerBits>(
+      kLowest<Scalar>, kMax<Scalar>, Monotonic::kNonDecreasing, [](Input x) { return logistic(x); },
+      Logistic);
+}
+
+template <typename Scalar, int... IntegerBits>
+SweepResult WorstOverFormats(const char* name, std::integer_sequence<int, IntegerBits...>) {
+  SweepResult worst;
+  for (const SweepResult& result : {SweepGemmlowp<Scalar, IntegerBits>(name)...}) {
+    worst.max_error_lsb = std::max(worst.max_error_lsb, result.max_error_lsb);
+    worst.largest_backward_step =
+        std::max(worst.largest_backward_step, result.largest_backward_step);
+    worst.points += result.points;
+  }
+  return worst;
+}
+
+TEST(GemmlowpTranscendentals, ErrorsAsDocumented) {
+  // Measured: the largest error (int32 LSB, int16 LSB) and backward step (int32, int16) of each
+  // function: exp 492.1 and 1.95 LSB, monotonic; tanh 305.9 and 12.05 LSB, steps back by up to
+  // 12 and 16; logistic 152.9 and 6.72 LSB, steps back by up to 6 and 8.
+  const struct {
+    const char* name;
+    GemmlowpError error;
+    std::int64_t int32_backward_step;
+    std::int64_t int16_backward_step;
+  } kFunctions[] = {
+      {"exp_on_negative_values", {493, 2.0}, 0, 0},
+      {"tanh", {306, 12.1}, 12, 16},
+      {"logistic", {153, 6.8}, 6, 8},
+  };
+  for (const auto& f : kFunctions) {
+    const SweepResult int32 =
+        WorstOverFormats<std::int32_t>(f.name, std::make_integer_sequence<int, 7>());
+    const SweepResult int16 =
+        WorstOverFormats<std::int16_t>(f.name, std::make_integer_sequence<int, 7>());
+    EXPECT_LE(int32.max_error_lsb, f.error.int32_lsb) << f.name;
+    EXPECT_LE(int16.max_error_lsb, f.error.int16_lsb) << f.name;
+    EXPECT_LE(int32.largest_backward_step, f.int32_backward_step) << f.name;
+    EXPECT_LE(int16.largest_backward_step, f.int16_backward_step) << f.name;
+  }
 }
 
 }  // namespace

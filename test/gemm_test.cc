@@ -309,12 +309,44 @@ TEST(GemmEntryPointTest, ClassicUint8GemmMatchesItsPipeline) {
   const auto acc = ReferenceAccumulators(lhs.const_map(), rhs.const_map(), -75, -91);
   for (int r = 0; r < 9; ++r) {
     for (int c = 0; c < 11; ++c) {
-      const std::int64_t scaled = ((acc[r * 11 + c] + 127) * 3 + (1 << 13)) >> 14;
+      // RoundingDivideByPOT((acc + 127) * 3, 14): to nearest, ties away from zero.
+      const std::int64_t product = (acc[r * 11 + c] + 127) * 3;
+      const std::int64_t scaled =
+          product < 0 ? -((-product + (1 << 13)) >> 14) : (product + (1 << 13)) >> 14;
       const auto expected =
           static_cast<std::uint8_t>(std::min<std::int64_t>(std::max<std::int64_t>(scaled, 0), 255));
       ASSERT_EQ(classic.map(r, c), expected);
       ASSERT_EQ(pipelined.map(r, c), expected);
     }
+  }
+}
+
+// A VectorMap of mutable data passes where a VectorMap of const data is taken (bias, offsets),
+// as a MatrixMap of mutable data does.
+TEST(GemmEntryPointTest, MutableVectorMapsPassAsBiasAndOffsets) {
+  std::mt19937 random(8);
+  OwnedMatrix<std::uint8_t> lhs(4, 9, Order::kRowMajor, 0, &random);
+  OwnedMatrix<std::uint8_t> rhs(9, 5, Order::kColMajor, 0, &random);
+  std::vector<std::int32_t> lhs_offsets = {-3, -100, 0, -255};
+  std::vector<std::int32_t> bias = {7, -7, 1000, 0, -123456};
+  const VectorMap<std::int32_t> mutable_offsets(lhs_offsets.data(), 4);
+  const VectorMap<std::int32_t> mutable_bias(bias.data(), 5);
+  std::vector<std::int32_t> from_mutable(20), from_const(20);
+  MatrixMap<std::int32_t> mutable_result(from_mutable.data(), 4, 5, Order::kRowMajor);
+  MatrixMap<std::int32_t> const_result(from_const.data(), 4, 5, Order::kRowMajor);
+  Context context;
+  GemmWithOutputPipeline(&context, lhs.const_map(), rhs.const_map(), &mutable_result,
+                         mutable_offsets, -9,
+                         std::make_tuple(OutputStageBiasAddition{mutable_bias, ChannelAxis::kCol}));
+  GemmWithOutputPipeline(&context, lhs.const_map(), rhs.const_map(), &const_result,
+                         VectorMap<const std::int32_t>(lhs_offsets.data(), 4), -9,
+                         std::make_tuple(OutputStageBiasAddition{
+                             VectorMap<const std::int32_t>(bias.data(), 5), ChannelAxis::kCol}));
+  EXPECT_EQ(from_mutable, from_const);
+  const auto acc =
+      ReferenceAccumulators(lhs.const_map(), rhs.const_map(), Offsets(mutable_offsets), -9);
+  for (int r = 0; r < 4; ++r) {
+    for (int c = 0; c < 5; ++c) EXPECT_EQ(from_mutable[r * 5 + c], acc[r * 5 + c] + bias[c]);
   }
 }
 

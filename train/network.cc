@@ -35,7 +35,7 @@ void Softmax(const std::int8_t* logits, int count, int exponent, std::int32_t* p
                                             : -((-difference) >> (exponent - 26));
     const std::int64_t clamped = std::max<std::int64_t>(raw, -(std::int64_t{32} << 26));
     probabilities[i] =
-        fixedpoint::exp_on_negative_values(Input::FromRaw(static_cast<std::int32_t>(clamped)))
+        fixedpoint::AccurateExpOnNegativeValues(Input::FromRaw(static_cast<std::int32_t>(clamped)))
             .raw();
     sum += probabilities[i];
   }
