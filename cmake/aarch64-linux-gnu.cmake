@@ -26,11 +26,6 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 set(CMAKE_EXE_LINKER_FLAGS_INIT "-Wl,-rpath-link,${LOWBIT_AARCH64_LIBDIR}")
 set(CMAKE_SHARED_LINKER_FLAGS_INIT "-Wl,-rpath-link,${LOWBIT_AARCH64_LIBDIR}")
 
-# cmake/lowbit-dependencies.cmake finds cpuinfo through pkg-config: only the arm64 .pc files,
-# their /usr paths moved into the sysroot.
-set(ENV{PKG_CONFIG_LIBDIR} "${LOWBIT_AARCH64_LIBDIR}/pkgconfig")
-set(ENV{PKG_CONFIG_SYSROOT_DIR} "${LOWBIT_AARCH64_SYSROOT}")
-
 # qemu finds the arm64 C and C++ runtime under -L, the sysroot's shared libraries through
 # LD_LIBRARY_PATH set inside the emulated process. The CPU model comes from QEMU_CPU in the
 # environment: scripts/test --aarch64 runs the suite on `max` (every extension qemu emulates,

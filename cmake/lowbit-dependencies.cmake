@@ -1,21 +1,27 @@
 # Imported targets for cpuinfo and pthreadpool, shared by the build and the installed package.
-# Debian's own cpuinfo CMake config points at a missing libclog.a, so neither is found through
-# a package config: cpuinfo comes from pkg-config, pthreadpool (no .pc file) from its header.
+# Debian's own cpuinfo CMake config points at a missing libclog.a and pthreadpool has no config
+# or .pc file, so both are found by their header and library. The build requires them; the
+# installed package (LOWBIT_DEPENDENCIES_OPTIONAL) defines each only where it is found, since only
+# the static library needs them.
 include_guard(GLOBAL)
 
-if(NOT TARGET lowbit::cpuinfo)
-  find_package(PkgConfig REQUIRED)
-  pkg_check_modules(LOWBIT_CPUINFO REQUIRED IMPORTED_TARGET GLOBAL libcpuinfo)
-  add_library(lowbit::cpuinfo ALIAS PkgConfig::LOWBIT_CPUINFO)
+if(LOWBIT_DEPENDENCIES_OPTIONAL)
+  set(lowbit_required "")
+else()
+  set(lowbit_required REQUIRED)
 endif()
 
-if(NOT TARGET lowbit::pthreadpool)
-  find_path(LOWBIT_PTHREADPOOL_INCLUDE_DIR pthreadpool.h REQUIRED)
-  find_library(LOWBIT_PTHREADPOOL_LIBRARY pthreadpool REQUIRED)
-  find_package(Threads REQUIRED)
-  add_library(lowbit::pthreadpool UNKNOWN IMPORTED GLOBAL)
-  set_target_properties(lowbit::pthreadpool PROPERTIES
-    IMPORTED_LOCATION "${LOWBIT_PTHREADPOOL_LIBRARY}"
-    INTERFACE_INCLUDE_DIRECTORIES "${LOWBIT_PTHREADPOOL_INCLUDE_DIR}"
-    INTERFACE_LINK_LIBRARIES Threads::Threads)
-endif()
+find_package(Threads ${lowbit_required})
+foreach(dependency IN ITEMS cpuinfo pthreadpool)
+  if(NOT TARGET lowbit::${dependency})
+    find_path(LOWBIT_${dependency}_INCLUDE_DIR ${dependency}.h ${lowbit_required})
+    find_library(LOWBIT_${dependency}_LIBRARY ${dependency} ${lowbit_required})
+    if(LOWBIT_${dependency}_INCLUDE_DIR AND LOWBIT_${dependency}_LIBRARY AND TARGET Threads::Threads)
+      add_library(lowbit::${dependency} UNKNOWN IMPORTED GLOBAL)
+      set_target_properties(lowbit::${dependency} PROPERTIES
+        IMPORTED_LOCATION "${LOWBIT_${dependency}_LIBRARY}"
+        INTERFACE_INCLUDE_DIRECTORIES "${LOWBIT_${dependency}_INCLUDE_DIR}"
+        INTERFACE_LINK_LIBRARIES Threads::Threads)
+    endif()
+  endif()
+endforeach()

@@ -41,7 +41,7 @@ install_aarch64_sysroot() {
 
 LOWBIT_AARCH64_PACKAGES=(g++-aarch64-linux-gnu qemu-user)
 # libgemmlowp-dev: the tests compare lowbit with gemmlowp where it carries gemmlowp's names.
-LOWBIT_BUILD_PACKAGES=(cmake make g++ pkg-config libgtest-dev libbenchmark-dev libcpuinfo-dev
+LOWBIT_BUILD_PACKAGES=(cmake make g++ libgtest-dev libbenchmark-dev libcpuinfo-dev
                        libpthreadpool-dev zlib1g-dev libgemmlowp-dev)
 # Fashion-MNIST (/usr/share/datasets/fashion-mnist), for the training benchmark; the tests skip it.
 LOWBIT_TRAIN_DATA_PACKAGES=(dataset-fashion-mnist)

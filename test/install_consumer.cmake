@@ -25,3 +25,13 @@ foreach(linkage IN ITEMS shared static)
   run(${CMAKE_COMMAND} --build ${WORK_DIR}/build-${linkage})
   run(${LOWBIT_EMULATOR} ${WORK_DIR}/build-${linkage}/consumer)
 endforeach()
+# The shared library needs nothing but itself: find_package(lowbit) succeeds and the program
+# links and runs with cpuinfo's and pthreadpool's headers and libraries hidden from CMake.
+string(REPLACE "|" ";" dependency_dirs "${LOWBIT_DEPENDENCY_DIRS}")
+file(WRITE ${WORK_DIR}/hide-dependencies.cmake
+     "set(CMAKE_IGNORE_PATH \"${dependency_dirs}\" CACHE STRING \"\")\n")
+run(${CMAKE_COMMAND} -C ${WORK_DIR}/hide-dependencies.cmake -S ${LOWBIT_SOURCE_DIR}/examples/consumer
+    -B ${WORK_DIR}/build-alone -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DLOWBIT_LINKAGE=shared
+    ${options})
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/build-alone)
+run(${LOWBIT_EMULATOR} ${WORK_DIR}/build-alone/consumer)
