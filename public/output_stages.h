@@ -271,8 +271,8 @@ struct OutputStageScaleInt32ByFixedPointAndExponentPerChannel {
   }
 };
 
-// Legacy gemmlowp requantization: ((acc + result_offset) * result_mult_int + rounding) >>
-// result_shift, with rounding = 2^(result_shift - 1) (0 for a zero shift); int32 wrapping.
+// Legacy gemmlowp requantization, its bits: RoundingDivideByPOT((acc + result_offset) *
+// result_mult_int, result_shift), the sum and the product wrapping in int32.
 struct OutputStageQuantizeDownInt32ToUint8Scale {
   std::int32_t result_offset;
   std::int32_t result_mult_int;
