@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -53,6 +54,8 @@ std::vector<Point> Sweep(Context* context, const SweepOptions& options) {
       std::vector<std::uint8_t> rhs_values(static_cast<std::size_t>(depth) * cols);
       std::vector<std::int32_t> exact(static_cast<std::size_t>(rows) * cols);
       std::vector<std::int32_t> approximate(exact.size());
+      std::int32_t min_exact = std::numeric_limits<std::int32_t>::max();
+      std::int32_t max_exact = std::numeric_limits<std::int32_t>::min();
       for (int trial = 0; trial < trials; ++trial) {
         std::seed_seq seeds{options.seed, static_cast<std::uint32_t>(data),
                             static_cast<std::uint32_t>(depth), static_cast<std::uint32_t>(trial)};
@@ -64,6 +67,9 @@ std::vector<Point> Sweep(Context* context, const SweepOptions& options) {
         MatrixMap<std::int32_t> exact_map(exact.data(), rows, cols, Order::kRowMajor);
         MatrixMap<std::int32_t> approximate_map(approximate.data(), rows, cols, Order::kRowMajor);
         Gemm(context, lhs, rhs, &exact_map, kLhsOffset, kRhsOffset);
+        const auto [trial_min, trial_max] = std::minmax_element(exact.begin(), exact.end());
+        min_exact = std::min(min_exact, *trial_min);
+        max_exact = std::max(max_exact, *trial_max);
         const std::uint32_t trial_seed = static_cast<std::uint32_t>(random());
         for (std::size_t s = 0; s < options.settings.size(); ++s) {
           const Setting& setting = options.settings[s];
@@ -90,7 +96,8 @@ std::vector<Point> Sweep(Context* context, const SweepOptions& options) {
                                            (trials - 1))
                        : 0.0;
         points.push_back(Point{options.settings[s], data, depth, bias, std::sqrt(variance / trials),
-                               std::sqrt(from.sum_of_squares / (entries * trials)), from.max});
+                               std::sqrt(from.sum_of_squares / (entries * trials)), from.max,
+                               std::int64_t{max_exact} - min_exact});
       }
     }
   }

@@ -1,5 +1,6 @@
 // The bit-depth accuracy sweep shared by the lowbit-accuracy tool and its test suite: requantized
-// GEMMs against the exact 8-bit result, summarized as bias, RMS and max error per depth.
+// GEMMs against the exact 8-bit result, summarized as bias, RMS and max error per depth, with the
+// range of the exact results to scale them by.
 #ifndef LOWBIT_TOOLS_ACCURACY_H_
 #define LOWBIT_TOOLS_ACCURACY_H_
 
@@ -28,6 +29,8 @@ struct Setting {
 // Errors of the requantized result minus the exact 8-bit result, in accumulator units, over
 // every entry of every trial. Trials are independent (fresh data, another seed), so the
 // standard error of the bias is the spread of the trials' mean errors over sqrt(trials).
+// exact_range, max - min of the exact results over the same entries, gives the errors a scale:
+// an 8-bit output spread over exactly that range has steps of exact_range / 255.
 struct Point {
   Setting setting;
   Data data;
@@ -36,6 +39,7 @@ struct Point {
   double bias_standard_error;
   double rms;
   double max;
+  std::int64_t exact_range;
 };
 
 struct SweepOptions {

@@ -1,15 +1,85 @@
-# ctest script: runs lowbit-accuracy on a small sweep and checks its CSV and SVG, then checks
-# that bad flags fail with a message and the usage. -DTOOL, -DWORK_DIR, -DEMULATOR (may be empty).
+# ctest script: runs lowbit-accuracy on small sweeps and checks its table, CSV and SVG plots (a
+# circle per error, zero errors on the plot's zero row), then checks that bad flags fail with a
+# message and the usage. -DTOOL, -DWORK_DIR, -DEMULATOR (may be empty).
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 
-execute_process(
-  COMMAND ${EMULATOR} ${TOOL} --lhs-bits 4 --rhs-bits 2 --rounding nearest,xorshift,addmod
-          --depths 16,64 --data clumped --seed 3 --trials 4
-          --csv ${WORK_DIR}/sweep.csv --plot ${WORK_DIR}/sweep.svg
-  RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE errors)
-if(NOT result EQUAL 0)
-  message(FATAL_ERROR "lowbit-accuracy failed (${result}): ${errors}")
+function(run_tool)
+  execute_process(COMMAND ${EMULATOR} ${TOOL} ${ARGN}
+                  RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE errors)
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "lowbit-accuracy ${ARGN} failed (${result}): ${errors}")
+  endif()
+  set(output "${output}" PARENT_SCOPE)
+endfunction()
+
+# Checks that the plot ${svg_file} has ${expected} circles with a value (one per rounding, RMS or
+# |bias|, and depth), ${expected_zeros} of them of value 0, those on the zero row and all others
+# above it, on the log axis.
+function(check_circles svg_file expected expected_zeros)
+  file(READ ${svg_file} svg)
+  if(NOT svg MATCHES "<line id=\"zero-row\" [^>]*y1=\"([0-9.]+)\"")
+    message(FATAL_ERROR "${svg_file} has no zero row")
+  endif()
+  set(zero_row ${CMAKE_MATCH_1})
+  string(REGEX MATCHALL "<circle [^>]*><title>[^<]*</title>" circles "${svg}")
+  list(LENGTH circles count)
+  if(NOT count EQUAL expected)
+    message(FATAL_ERROR "${svg_file}: expected ${expected} circles with values, got ${count}")
+  endif()
+  set(zeros 0)
+  foreach(circle IN LISTS circles)
+    string(REGEX MATCH "cy=\"([0-9.]+)\"" matched "${circle}")
+    set(cy ${CMAKE_MATCH_1})
+    string(REGEX MATCH ": ([^<]*)</title>" matched "${circle}")
+    if(CMAKE_MATCH_1 STREQUAL "0")
+      if(NOT cy STREQUAL zero_row)
+        message(FATAL_ERROR "${svg_file}: a zero error off the zero row (y ${zero_row}): ${circle}")
+      endif()
+      math(EXPR zeros "${zeros} + 1")
+    elseif(NOT cy LESS zero_row)
+      message(FATAL_ERROR "${svg_file}: a nonzero error not above the zero row: ${circle}")
+    endif()
+  endforeach()
+  if(NOT zeros EQUAL expected_zeros)
+    message(FATAL_ERROR "${svg_file}: expected ${expected_zeros} zero errors, got ${zeros}")
+  endif()
+endfunction()
+
+# CMake's math() has integers only: sets ${out_var} to a number as the tool writes it (sign,
+# digits, fraction, exponent) times 10^9, truncated.
+function(nano_units text out_var)
+  if(NOT text MATCHES "^(-?)([0-9]+)\\.?([0-9]*)(e([-+][0-9]+))?$")
+    message(FATAL_ERROR "'${text}' is not a number")
+  endif()
+  set(sign "${CMAKE_MATCH_1}")
+  set(digits "${CMAKE_MATCH_2}${CMAKE_MATCH_3}")
+  string(LENGTH "${CMAKE_MATCH_3}" fraction_length)
+  set(exponent 0)
+  if(CMAKE_MATCH_4)
+    math(EXPR exponent "${CMAKE_MATCH_5}")
+  endif()
+  math(EXPR shift "9 + ${exponent} - ${fraction_length}")
+  if(shift GREATER_EQUAL 0)
+    string(REPEAT "0" ${shift} zeros)
+    set(digits "${digits}${zeros}")
+  else()
+    string(LENGTH "${digits}" length)
+    math(EXPR kept "${length} + ${shift}")
+    if(kept GREATER 0)
+      string(SUBSTRING "${digits}" 0 ${kept} digits)
+    else()
+      set(digits 0)
+    endif()
+  endif()
+  math(EXPR value "${sign}(${digits})")
+  set(${out_var} ${value} PARENT_SCOPE)
+endfunction()
+
+run_tool(--lhs-bits 4 --rhs-bits 2 --rounding nearest,xorshift,addmod --depths 16,64
+         --data clumped --seed 3 --trials 4 --csv ${WORK_DIR}/sweep.csv --plot ${WORK_DIR}/sweep.svg)
+if(NOT output MATCHES "exact_range +relative_bias +relative_rms +relative_max\n")
+  message(FATAL_ERROR "the table lacks the relative columns:\n${output}")
 endif()
 if(NOT output MATCHES "L4R2 +addmod +clumped +64")
   message(FATAL_ERROR "the table lacks the L4R2 addmod clumped depth-64 row:\n${output}")
@@ -18,28 +88,81 @@ endif()
 file(STRINGS ${WORK_DIR}/sweep.csv lines)
 list(LENGTH lines line_count)
 list(GET lines 0 header)
-if(NOT header STREQUAL "setting,lhs_bits,rhs_bits,rounding,data,depth,bias,bias_stderr,rms,max")
+if(NOT header STREQUAL "setting,lhs_bits,rhs_bits,rounding,data,depth,bias,bias_stderr,rms,max,exact_range,relative_bias,relative_rms,relative_max")
   message(FATAL_ERROR "unexpected CSV header: ${header}")
 endif()
 # One row per rounding (3) and depth (2), after the header.
 if(NOT line_count EQUAL 7)
   message(FATAL_ERROR "expected 7 CSV lines, got ${line_count}")
 endif()
-file(STRINGS ${WORK_DIR}/sweep.csv rows REGEX "^L4R2,4,2,(nearest|xorshift|addmod),clumped,(16|64),[-0-9.e+]+,[0-9.e+]+,[0-9.e+]+,[0-9.e+]+$")
+set(number "[-0-9.e+]+")
+file(STRINGS ${WORK_DIR}/sweep.csv rows REGEX "^L4R2,4,2,(nearest|xorshift|addmod),clumped,(16|64),${number},[0-9.e+]+,[0-9.e+]+,[0-9.e+]+,[0-9]+,${number},[0-9.e+]+,[0-9.e+]+$")
 list(LENGTH rows row_count)
 if(NOT row_count EQUAL 6)
   message(FATAL_ERROR "expected 6 well-formed CSV rows, got ${row_count}")
 endif()
+# Every relative column is its absolute column over exact_range, which the roundings of a depth
+# share (the same exact results). Each number has 6 significant digits in the CSV, so a product
+# may stray by 1e-5 of the absolute value, plus exact_range nano units for the truncation.
+set(absolute_columns 6 8 9)
+set(relative_columns 11 12 13)
+foreach(row IN LISTS rows)
+  string(REPLACE "," ";" fields "${row}")
+  list(GET fields 5 depth)
+  list(GET fields 10 range)
+  if(NOT range GREATER 0)
+    message(FATAL_ERROR "exact_range is not positive: ${row}")
+  endif()
+  if(DEFINED range_at_${depth} AND NOT range_at_${depth} EQUAL range)
+    message(FATAL_ERROR "depth ${depth} has exact ranges ${range_at_${depth}} and ${range}")
+  endif()
+  set(range_at_${depth} ${range})
+  foreach(column RANGE 2)
+    list(GET absolute_columns ${column} absolute_column)
+    list(GET relative_columns ${column} relative_column)
+    list(GET fields ${absolute_column} absolute)
+    list(GET fields ${relative_column} relative)
+    nano_units(${absolute} absolute_nano)
+    nano_units(${relative} relative_nano)
+    math(EXPR difference "${relative_nano} * ${range} - (${absolute_nano})")
+    if(absolute_nano LESS 0)
+      math(EXPR absolute_nano "-(${absolute_nano})")
+    endif()
+    math(EXPR tolerance "${range} + ${absolute_nano} / 10000")
+    if(difference GREATER tolerance OR difference LESS -${tolerance})
+      message(FATAL_ERROR "column ${relative_column} (${relative}) is not column "
+                          "${absolute_column} (${absolute}) over exact_range (${range}): ${row}")
+    endif()
+  endforeach()
+endforeach()
 
 file(READ ${WORK_DIR}/sweep.svg svg)
-foreach(expected "<svg" "depth (log scale)" "xorshift RMS" "nearest |bias|" "<polyline" "</svg>")
+foreach(expected "<svg" "depth (log scale)" "error / range of the exact results" "xorshift RMS"
+                 "nearest |bias|" "<polyline" "</svg>")
   string(FIND "${svg}" "${expected}" position)
   if(position EQUAL -1)
     message(FATAL_ERROR "the SVG lacks '${expected}'")
   endif()
 endforeach()
+# 3 roundings x (RMS, |bias|) x 2 depths.
+check_circles(${WORK_DIR}/sweep.svg 12 0)
 
-foreach(bad "--rounding;bogus" "--lhs-bits;9" "--depths;16,x" "--data;noisy" "--frobnicate;1" "--seed" "--trials;1")
+# A single depth draws no line, but still a circle per rounding and RMS or |bias|.
+run_tool(--lhs-bits 4 --rhs-bits 2 --depths 64 --data clumped --trials 2 --plot-units raw
+         --plot ${WORK_DIR}/single_depth.svg)
+check_circles(${WORK_DIR}/single_depth.svg 6 0)
+file(READ ${WORK_DIR}/single_depth.svg svg)
+string(FIND "${svg}" "error, accumulator units" position)
+if(position EQUAL -1)
+  message(FATAL_ERROR "--plot-units raw did not label the axis in accumulator units")
+endif()
+
+# 8/8 is exact: every error is zero, and every circle must be on the zero row.
+run_tool(--lhs-bits 8 --rhs-bits 8 --depths 64 --trials 2 --plot ${WORK_DIR}/exact.svg)
+check_circles(${WORK_DIR}/exact.svg 6 6)
+
+foreach(bad "--rounding;bogus" "--lhs-bits;9" "--depths;16,x" "--data;noisy" "--frobnicate;1"
+            "--seed" "--trials;1" "--plot-units;steps")
   execute_process(COMMAND ${EMULATOR} ${TOOL} ${bad}
                   RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE errors)
   if(result EQUAL 0)
