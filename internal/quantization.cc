@@ -18,6 +18,7 @@ namespace lowbit {
 namespace {
 
 using internal::CheckPointer;
+using internal::CheckScale;
 using internal::CheckType;
 using internal::CheckZeroPoint;
 using internal::ChooseChecked;
@@ -84,9 +85,7 @@ QuantizationParams ChooseChecked(double min, double max, const QuantizedType& ty
 namespace {
 
 void CheckParams(const QuantizationParams& params, const QuantizedType& type, bool check_type) {
-  if (!std::isfinite(params.scale) || params.scale <= 0) {
-    throw Error("params.scale", "must be finite and positive, got " + Text(params.scale));
-  }
+  CheckScale(params.scale, "params.scale");
   if (check_type) CheckZeroPoint(params.zero_point, type, "params.zero_point");
 }
 
@@ -264,6 +263,12 @@ std::string Text(double value) {
     }
   }
   return {};
+}
+
+void CheckScale(double scale, const std::string& name) {
+  if (!std::isfinite(scale) || scale <= 0) {
+    throw Error(name, "must be finite and positive, got " + Text(scale));
+  }
 }
 
 void CheckType(const QuantizedType& type, const std::string& name) {

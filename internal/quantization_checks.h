@@ -16,6 +16,9 @@ namespace internal {
 // A double as short as it can be and still read back exactly, for error messages ("1e-12").
 std::string Text(double value);
 
+// Throws lowbit::Error naming `name` unless scale is finite and positive.
+void CheckScale(double scale, const std::string& name);
+
 // Throws lowbit::Error naming `name`.bits unless type.bits is in [2, 8].
 void CheckType(const QuantizedType& type, const std::string& name);
 

@@ -62,7 +62,7 @@ using internal::Text;
 
 // Subnormal scales are rejected as ChooseQuantizationParams never gives them: 2^-f, the sum's
 // unit, must stay exact in a double for every f the plan may take.
-void CheckScale(double scale, const std::string& name) {
+void CheckNormalScale(double scale, const std::string& name) {
   if (!std::isfinite(scale) || scale < std::numeric_limits<double>::min()) {
     throw Error(
         name, "must be finite and at least DBL_MIN (positive, not subnormal), got " + Text(scale));
@@ -82,7 +82,7 @@ double CheckInput(const QuantizedAddInput& input, const std::string& name) {
   double largest = 0;
   for (std::size_t c = 0; c < input.params.size(); ++c) {
     const std::string entry = name + ".params[" + std::to_string(c) + "]";
-    CheckScale(input.params[c].scale, entry + ".scale");
+    CheckNormalScale(input.params[c].scale, entry + ".scale");
     CheckZeroPoint(input.params[c].zero_point, input.type, entry + ".zero_point");
     largest = std::max(largest, input.params[c].scale);
   }
@@ -137,16 +137,6 @@ void CheckData(const Data* data, std::size_t size, const QuantizedType& type, co
   if (type.is_signed != std::is_signed<Data>::value) {
     throw Error(name, type.is_signed ? "must be int8_t data: the plan's type is signed"
                                      : "must be uint8_t data: the plan's type is unsigned");
-  }
-}
-
-void CheckChannels(std::size_t channels, ChannelAxis axis, int rows, int cols, const char* name) {
-  if (channels == 1) return;  // per-tensor: any shape
-  const int expected = axis == ChannelAxis::kRow ? rows : cols;
-  if (channels != static_cast<std::size_t>(expected)) {
-    throw Error(name, "has " + std::to_string(channels) + " channels, must have one per " +
-                          (axis == ChannelAxis::kRow ? "row (" : "column (") +
-                          std::to_string(expected) + ") or one for the whole tensor");
   }
 }
 
@@ -279,6 +269,21 @@ void CheckBuffers(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, 
 
 }  // namespace
 
+namespace internal {
+
+void CheckChannelsFit(std::size_t channels, ChannelAxis axis, int rows, int cols,
+                      const std::string& name, const char* input) {
+  const int expected = axis == ChannelAxis::kRow ? rows : cols;
+  if (channels != 1 && channels != static_cast<std::size_t>(expected)) {
+    throw Error(name, std::string("has a per-axis ") + input + " of " + std::to_string(channels) +
+                          " channels; it needs one per result " +
+                          (axis == ChannelAxis::kRow ? "row" : "column") + " (" +
+                          std::to_string(expected) + ") or one for the whole tensor");
+  }
+}
+
+}  // namespace internal
+
 QuantizedAddPlan MakeQuantizedAddPlan(const QuantizedAddInput& lhs, const QuantizedAddInput& rhs,
                                       const QuantizationParams& output, QuantizedType output_type) {
   CheckType(output_type, "output_type");
@@ -292,7 +297,7 @@ QuantizedAddPlan MakeQuantizedAddPlan(const QuantizedAddInput& lhs, const Quanti
   const double lhs_largest = CheckInput(lhs, "lhs");
   const double rhs_largest = CheckInput(rhs, "rhs");
   CheckType(output_type, "output_type");
-  CheckScale(output.scale, "output.scale");
+  CheckNormalScale(output.scale, "output.scale");
   CheckZeroPoint(output.zero_point, output_type, "output.zero_point");
   CheckZeroPoint(output_min, output_type, "output_min");
   CheckZeroPoint(output_max, output_type, "output_max");
@@ -355,8 +360,8 @@ void QuantizedAdd(const QuantizedAddPlan& plan, const Lhs* lhs, const Rhs* rhs, 
   if (cols < 0) throw Error("cols", "must not be negative, got " + std::to_string(cols));
   const std::size_t size = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
   CheckBuffers(plan, lhs, rhs, size, output);
-  CheckChannels(plan.lhs_multipliers.size(), plan.lhs_axis, rows, cols, "lhs");
-  CheckChannels(plan.rhs_multipliers.size(), plan.rhs_axis, rows, cols, "rhs");
+  internal::CheckChannelsFit(plan.lhs_multipliers.size(), plan.lhs_axis, rows, cols, "lhs", "lhs");
+  internal::CheckChannelsFit(plan.rhs_multipliers.size(), plan.rhs_axis, rows, cols, "rhs", "rhs");
   if (plan.lhs_multipliers.size() == 1 && plan.rhs_multipliers.size() == 1) {
     AddFlat(plan, lhs, rhs, size, output);  // long rows, whatever the matrix's shape
   } else {

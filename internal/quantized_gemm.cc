@@ -33,13 +33,8 @@ void CheckDataType(const QuantizedType& type, const QuantizedType& expected, con
 
 namespace {
 
+using internal::CheckScale;
 using internal::Text;
-
-void CheckScale(double scale, const std::string& name) {
-  if (!std::isfinite(scale) || scale <= 0) {
-    throw Error(name, "must be finite and positive, got " + Text(scale));
-  }
-}
 
 void CheckActivation(FusedActivation activation) {
   if (activation != FusedActivation::kNone && activation != FusedActivation::kRelu &&

@@ -100,6 +100,12 @@ struct QuantizedAddStageOperands {
   AlignedSumOperands operands;
 };
 
+// Throws lowbit::Error naming `name` unless the plan's `input` ("lhs" or "rhs"), of `channels`
+// channels along `axis`, fits a rows x cols result: one channel for the whole tensor, or one per
+// result row (kRow) or column (kCol). QuantizedAdd and the stage's Validate share it.
+void CheckChannelsFit(std::size_t channels, ChannelAxis axis, int rows, int cols,
+                      const std::string& name, const char* input);
+
 }  // namespace internal
 
 // The quantized add as an output stage: a residual branch added to a GEMM's result before it is
@@ -131,8 +137,10 @@ class OutputStageQuantizedAdd {
                                           std::to_string(residual_.cols()));
     }
     const QuantizedAddPlan& plan = aligned_->plan;
-    CheckChannels(plan.lhs_multipliers.size(), plan.lhs_axis, rows, cols, name, "lhs");
-    CheckChannels(plan.rhs_multipliers.size(), plan.rhs_axis, rows, cols, name, "rhs");
+    internal::CheckChannelsFit(plan.lhs_multipliers.size(), plan.lhs_axis, rows, cols,
+                               name + ".plan", "lhs");
+    internal::CheckChannelsFit(plan.rhs_multipliers.size(), plan.rhs_axis, rows, cols,
+                               name + ".plan", "rhs");
   }
   template <typename Visit>
   void VisitInputs(Visit&& visit) const {
@@ -173,18 +181,6 @@ class OutputStageQuantizedAdd {
         output_zero_point_(plan.output_zero_point),
         output_min_(plan.output_min),
         output_max_(plan.output_max) {}
-
-  // A per-axis input needs one channel per result row (kRow) or column (kCol).
-  static void CheckChannels(std::size_t channels, ChannelAxis axis, int rows, int cols,
-                            const std::string& name, const char* input) {
-    const int expected = axis == ChannelAxis::kRow ? rows : cols;
-    if (channels != 1 && channels != static_cast<std::size_t>(expected)) {
-      throw Error(name + ".plan", std::string("has a per-axis ") + input + " of " +
-                                      std::to_string(channels) + " channels; it needs one per " +
-                                      "result " + (axis == ChannelAxis::kRow ? "row" : "column") +
-                                      " (" + std::to_string(expected) + ")");
-    }
-  }
 
   MatrixMap<const Residual> residual_;
   std::shared_ptr<const internal::QuantizedAddStageOperands> aligned_;
