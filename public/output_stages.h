@@ -100,13 +100,15 @@ std::int32_t EvalOnRealValue(std::int32_t acc, std::int32_t zero, std::int32_t a
 // gemmlowp's OutputStageTanh, bit for bit: (acc - zero) / amplitude as a FixedPoint<int32, 3>
 // through the reciprocal of the amplitude normalized to [1/2, 1] (in double, as gemmlowp forms
 // it), gemmlowp's tanh, then times the amplitude normalized to [1/2, 1) and shifted back; inputs
-// at or beyond 8 amplitudes from zero give the end points. Requires zero +- 8 * amplitude within
-// int32 (OutputStageTanh::Validate).
+// at or beyond 8 amplitudes from zero give the end points. gemmlowp's bits need zero +- 8 *
+// amplitude within int32 (OutputStageTanh::Validate); other parameters give some value, computed
+// without overflow (a non-positive amplitude leaves every input at an end point).
 inline std::int32_t GemmlowpTanh(std::int32_t acc, std::int32_t zero, std::int32_t amplitude) {
   using F0 = fixedpoint::FixedPoint<std::int32_t, 0>;
   using F3 = fixedpoint::FixedPoint<std::int32_t, 3>;
-  if (acc <= zero - 8 * amplitude) return zero - amplitude;
-  if (acc >= zero + 8 * amplitude) return zero + amplitude;
+  const std::int64_t reach = std::int64_t{8} * amplitude;
+  if (acc <= zero - reach) return SaturateToInt32(std::int64_t{zero} - amplitude);
+  if (acc >= zero + reach) return SaturateToInt32(std::int64_t{zero} + amplitude);
   double inverse_amplitude = 1.0 / amplitude;
   int inverse_exponent = 0;
   while (inverse_amplitude < 0.5) {
@@ -117,10 +119,10 @@ inline std::int32_t GemmlowpTanh(std::int32_t acc, std::int32_t zero, std::int32
   while ((std::int64_t{1} << amplitude_exponent) <= amplitude) ++amplitude_exponent;
   // amplitude / 2^amplitude_exponent, in [1/2, 1), exactly.
   const F0 amplitude_normalized = F0::FromRaw(amplitude << (31 - amplitude_exponent));
-  F3 x = F3::FromRaw(acc - zero) * F0::FromDouble(inverse_amplitude);
+  F3 x = F3::FromRaw(WrappingAdd(acc, WrappingMul(zero, -1))) * F0::FromDouble(inverse_amplitude);
   x.raw() = fixedpoint::SaturatingRoundingMultiplyByPOT(x.raw(), 28 - inverse_exponent);
   const F0 y = fixedpoint::tanh(x) * amplitude_normalized;
-  return zero + (y.raw() >> (31 - amplitude_exponent));
+  return WrappingAdd(zero, y.raw() >> (31 - amplitude_exponent));
 }
 
 // The per-channel fixed-point stages: one non-negative multiplier and one shift (exponent) in

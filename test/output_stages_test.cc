@@ -286,6 +286,24 @@ TEST(OutputStageTest, GemmlowpTanhStaysNearTheRealFunction) {
   CheckActivation(make_stage, &Tanh, -1, 2.0, false);
 }
 
+// Eval is public: parameters that Validate rejects (gemmlowp's arithmetic cannot form zero +-
+// 8 * amplitude, or a non-positive amplitude) still give a value without overflow (the
+// sanitizer builds check) and without a hang.
+TEST(OutputStageTest, GemmlowpTanhEvaluatesAnyParameters) {
+  for (const std::int32_t zero : {kInt32Min, -1000, 0, 1072051087, kInt32Max}) {
+    for (const std::int32_t amplitude : {kInt32Min, -5, 0, 1, 1 << 28, 1781637766, kInt32Max}) {
+      const OutputStageTanh stage{zero, amplitude};
+      for (const std::int32_t acc : {kInt32Min, -1, 0, 1, 1 << 30, kInt32Max}) {
+        const std::int32_t value = stage.Eval(acc, 0, 0);
+        if (amplitude <= 0) {
+          EXPECT_TRUE(value == stage_detail::SaturateToInt32(std::int64_t{zero} - amplitude) ||
+                      value == stage_detail::SaturateToInt32(std::int64_t{zero} + amplitude));
+        }
+      }
+    }
+  }
+}
+
 TEST(OutputStageTest, LogisticTracksTheRealFunction) {
   const auto make_stage = [](std::int32_t zero, std::int32_t amplitude) {
     return OutputStageLogistic{zero, amplitude};

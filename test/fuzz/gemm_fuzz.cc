@@ -307,6 +307,20 @@ const PipelineInfo kPipelines[kPipelineCount] = {
 using ClassicPipeline =
     std::tuple<OutputStageQuantizeDownInt32ToUint8Scale, OutputStageSaturatingCastToUint8>;
 
+// The tanh stage of `v`: the seed's top bit picks the arithmetic (so that inputs decode as
+// before). gemmlowp's forms zero +- 8 * amplitude in int32, so for it a well-formed amplitude
+// is brought within that reach (a zero within +-2^30 leaves amplitudes up to 2^27 - 1); a
+// non-positive one stays the misuse it is.
+OutputStageTanh TanhStage(const StageValues& v) {
+  if (v.seed >> 31) return OutputStageTanh{v.zero, v.amplitude, TanhArithmetic::kAccurate};
+  const std::int32_t zero = std::clamp(v.zero, -(1 << 30), 1 << 30);
+  const std::int64_t reach =
+      std::min(std::int64_t{kInt32Max} - zero, std::int64_t{zero} - kInt32Min) / 8;
+  return OutputStageTanh{zero,
+                         static_cast<std::int32_t>(std::min<std::int64_t>(v.amplitude, reach)),
+                         TanhArithmetic::kGemmlowp};
+}
+
 // Calls visit(pipeline) with pipeline shape `index` built from `v`.
 template <typename Visit>
 void VisitPipeline(int index, const StageValues& v, Visit&& visit) {
@@ -352,8 +366,7 @@ void VisitPipeline(int index, const StageValues& v, Visit&& visit) {
       visit(std::make_tuple(shift, clamp, OutputStageSaturatingCastToInt16{}));
       return;
     case 8:
-      visit(std::make_tuple(OutputStageTanh{v.zero, v.amplitude},
-                            OutputStageSaturatingCastToInt16{}));
+      visit(std::make_tuple(TanhStage(v), OutputStageSaturatingCastToInt16{}));
       return;
     case 9:
       visit(std::make_tuple(shift, OutputStageLogistic{v.zero, v.amplitude},
