@@ -349,10 +349,12 @@ void PackAllBytes(const MatrixView& source, int width, int start, int count, int
   const auto* data = static_cast<const std::uint8_t*>(source.data);
   const std::ptrdiff_t stride = source.stride;
   const ByteShift shift{_mm_set1_epi8(static_cast<char>(-PackedValueShift(kType, source)))};
-  // The end of the source matrix: its last line's last byte, plus one.
+  // The end of the source matrix: its last line's last byte, plus one (an empty matrix, as a
+  // zero-depth operand is, has no bytes to read, and no line before its first to point at).
   const bool row_major = source.order == Order::kRowMajor;
   const std::ptrdiff_t lines = row_major ? source.rows : source.cols;
-  const std::uint8_t* end = data + (lines - 1) * stride + (row_major ? source.cols : source.rows);
+  const std::uint8_t* end =
+      lines > 0 ? data + (lines - 1) * stride + (row_major ? source.cols : source.rows) : data;
   const int padded_depth = (depth + 3) / 4 * 4;
   for (int panel_start = 0; panel_start < count; panel_start += width) {
     const int rows = Min(width, count - panel_start);

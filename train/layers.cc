@@ -210,7 +210,7 @@ __attribute__((always_inline)) inline void MoveEntries(const UpdateShifts& shift
     velocities[col] = velocity;
     std::int32_t step;
     if (!kStepRight) {
-      step = RoundShift(velocity, step_shift, false, 0);
+      step = RoundShift(velocity, step_shift, false, 0);  // a left shift: nothing to round
     } else if (kStochastic) {
       step = right_step.Stochastic(velocity, stage_detail::StochasticRoundingBits(seed, row, col));
     } else {
