@@ -15,7 +15,7 @@
 #include "bench/bench_common.h"
 #include "bench/lowbit_cases.h"
 #include "bench/summary_reporter.h"
-#include "public/lowbit.h"
+#include "lowbit/lowbit.h"
 
 namespace lowbit_bench {
 namespace {

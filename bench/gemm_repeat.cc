@@ -7,7 +7,7 @@
 
 #include "bench/bench_common.h"
 #include "bench/lowbit_cases.h"
-#include "public/lowbit.h"
+#include "lowbit/lowbit.h"
 
 namespace {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "bench/bench_common.h"
-#include "public/lowbit.h"
+#include "lowbit/lowbit.h"
 
 namespace lowbit_bench {
 namespace {

@@ -1,13 +1,13 @@
 // Writing your own output stage: a struct with Eval(value, row, col) and, if it has parameters,
 // Validate(rows, cols, name). Here a leaky ReLU in integer arithmetic, placed between
 // lowbit's own stages.
+#include <lowbit/lowbit.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <tuple>
 #include <vector>
-
-#include "public/lowbit.h"
 
 // x for x >= 0, x * 2^-negative_slope_shift (rounded) for x < 0.
 struct LeakyRelu {

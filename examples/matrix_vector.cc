@@ -2,6 +2,8 @@
 // once, then one activation row per call. Checks each result against the same GEMM on the
 // unpacked weights and prints the median speed of both.
 // Usage: matrix_vector [depth cols [calls]].
+#include <lowbit/lowbit.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -10,8 +12,6 @@
 #include <string>
 #include <tuple>
 #include <vector>
-
-#include "public/lowbit.h"
 
 int main(int argc, char** argv) {
   if (argc != 1 && argc != 3 && argc != 4) {

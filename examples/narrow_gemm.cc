@@ -1,13 +1,13 @@
 // Operands narrower than 8 bits (doc/less-than-8-bit.md): the same uint8 GEMM with 7-bit
 // activations and 5-bit weights, requantized, against the exact 8-bit result; then weights
 // prepacked once, and declared-range data that already fits its bit depths.
+#include <lowbit/lowbit.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <random>
 #include <vector>
-
-#include "public/lowbit.h"
 
 int main() {
   const int rows = 64, depth = 1024, cols = 32;

@@ -1,6 +1,8 @@
 // From float matrices to a quantized GEMM and back (doc/quantization.md): choose scales and
 // zero points, quantize, multiply through a requantizing pipeline, dequantize, compare with the
 // float product, and time the GEMM. Usage: quantized_matmul [rows depth cols [threads]].
+#include <lowbit/lowbit.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -10,8 +12,6 @@
 #include <string>
 #include <tuple>
 #include <vector>
-
-#include "public/lowbit.h"
 
 // The median over `runs` of the seconds one call of `gemm` takes.
 template <typename Function>

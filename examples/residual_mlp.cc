@@ -4,6 +4,8 @@
 // output stage. Prints the quantized output's error against the float network, and checks that
 // the fused add gives the bits of the second GEMM stored and then added with QuantizedAdd.
 // Usage: residual_mlp [features batch].
+#include <lowbit/lowbit.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -12,8 +14,6 @@
 #include <string>
 #include <tuple>
 #include <vector>
-
-#include "public/lowbit.h"
 
 namespace {
 

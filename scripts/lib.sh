@@ -41,8 +41,9 @@ install_aarch64_sysroot() {
 
 LOWBIT_AARCH64_PACKAGES=(g++-aarch64-linux-gnu qemu-user)
 # libgemmlowp-dev: the tests compare lowbit with gemmlowp where it carries gemmlowp's names.
+# pkgconf: the tests build a program with the flags of the installed lowbit.pc.
 LOWBIT_BUILD_PACKAGES=(cmake make g++ libgtest-dev libbenchmark-dev libcpuinfo-dev
-                       libpthreadpool-dev zlib1g-dev libgemmlowp-dev)
+                       libpthreadpool-dev zlib1g-dev libgemmlowp-dev pkgconf)
 # Fashion-MNIST (/usr/share/datasets/fashion-mnist), for the training benchmark; the tests skip it.
 LOWBIT_TRAIN_DATA_PACKAGES=(dataset-fashion-mnist)
 # scripts/train-bench --peers: PyTorch float32 (bench/train_pytorch.py, run by /usr/bin/python3)

@@ -13,7 +13,7 @@
 #include <tuple>
 #include <vector>
 
-#include "public/lowbit.h"
+#include "lowbit/lowbit.h"
 #include "test/test_util.h"
 
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)

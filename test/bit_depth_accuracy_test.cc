@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "public/lowbit.h"
+#include "lowbit/lowbit.h"
 #include "tools/accuracy.h"
 
 namespace lowbit {

@@ -2,7 +2,7 @@
 // GEMMs with BitDepthParams against a 64-bit reference built from that formula (so every kernel,
 // thread count, blocking and prepacking gives the same bits), declared-range exactness, the
 // rescale's rounding, and every rejected argument.
-#include "internal/bit_depth.h"
+#include "lowbit/internal/driver/bit_depth.h"
 
 #include <gtest/gtest.h>
 
@@ -15,9 +15,9 @@
 #include <tuple>
 #include <vector>
 
-#include "internal/kernel.h"
-#include "internal/unpack.h"
-#include "public/lowbit.h"
+#include "lowbit/internal/kernel/kernel.h"
+#include "lowbit/internal/output/unpack.h"
+#include "lowbit/lowbit.h"
 #include "test/test_util.h"
 
 namespace lowbit {

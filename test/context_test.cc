@@ -1,5 +1,5 @@
-// A Context's rules (public/context.h): threads may share one, their GEMMs taking turns with its
-// scratch memory and pool; a GEMM cannot re-enter the context that runs it; and its thread pool
+// A Context's rules (lowbit/public/context.h): threads may share one, their GEMMs taking turns with
+// its scratch memory and pool; a GEMM cannot re-enter the context that runs it; and its thread pool
 // holds no more threads than the work and the cores can use. Run under ThreadSanitizer too.
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 #include <tuple>
 #include <vector>
 
-#include "internal/context_state.h"
-#include "public/lowbit.h"
+#include "lowbit/internal/driver/context_state.h"
+#include "lowbit/lowbit.h"
 #include "test/test_util.h"
 
 namespace lowbit {

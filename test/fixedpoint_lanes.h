@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "fixedpoint/fixedpoint.h"
+#include "lowbit/fixedpoint/fixedpoint.h"
 
 namespace lowbit {
 namespace fixedpoint {

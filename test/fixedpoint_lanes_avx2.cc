@@ -1,6 +1,6 @@
 // The fixedpoint lane operations over the AVX2 back end, for test/fixedpoint_simd_test.cc.
 // Compiled with -mavx2 only.
-#include "fixedpoint/fixedpoint_avx2.h"
+#include "lowbit/fixedpoint/fixedpoint_avx2.h"
 #include "test/fixedpoint_lanes.h"
 
 namespace lowbit {

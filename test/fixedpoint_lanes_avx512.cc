@@ -1,6 +1,6 @@
 // The fixedpoint lane operations over the AVX-512 back end, for test/fixedpoint_simd_test.cc.
 // Compiled with -mavx512f only.
-#include "fixedpoint/fixedpoint_avx512.h"
+#include "lowbit/fixedpoint/fixedpoint_avx512.h"
 #include "test/fixedpoint_lanes.h"
 
 namespace lowbit {

@@ -1,6 +1,6 @@
 // The fixedpoint lane operations over the NEON back end, for test/fixedpoint_simd_test.cc.
 // Compiled for aarch64 only, where NEON needs no flag.
-#include "fixedpoint/fixedpoint_neon.h"
+#include "lowbit/fixedpoint/fixedpoint_neon.h"
 #include "test/fixedpoint_lanes.h"
 
 namespace lowbit {

@@ -1,6 +1,6 @@
 // The fixedpoint lane operations over the SSE4.1 back end, for test/fixedpoint_simd_test.cc.
 // Compiled with -msse4.1 only.
-#include "fixedpoint/fixedpoint_sse41.h"
+#include "lowbit/fixedpoint/fixedpoint_sse41.h"
 #include "test/fixedpoint_lanes.h"
 
 namespace lowbit {

@@ -1,6 +1,6 @@
-// Tests for fixedpoint/fixedpoint.h: the exact primitives against references written from their
-// definitions, FixedPoint arithmetic, and the measured accuracy of the transcendentals.
-#include "fixedpoint/fixedpoint.h"
+// Tests for lowbit/fixedpoint/fixedpoint.h: the exact primitives against references written from
+// their definitions, FixedPoint arithmetic, and the measured accuracy of the transcendentals.
+#include "lowbit/fixedpoint/fixedpoint.h"
 
 #include <gtest/gtest.h>
 

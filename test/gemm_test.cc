@@ -8,7 +8,7 @@
 #include <tuple>
 #include <vector>
 
-#include "public/lowbit.h"
+#include "lowbit/lowbit.h"
 #include "test/test_util.h"
 
 namespace lowbit {
@@ -382,7 +382,7 @@ TEST(GemmEntryPointTest, ContextIsReusedAcrossShapesAndSettings) {
 }
 
 // A GEMM that could use threads runs on one where its shape ran faster so
-// (internal/thread_choice.h); the pool is created only once a GEMM uses threads.
+// (lowbit/internal/driver/thread_choice.h); the pool is created only once a GEMM uses threads.
 TEST(GemmEntryPointTest, AGemmThatCouldUseThreadsFollowsTheThreadChoice) {
   Context context;
   context.set_max_num_threads(2);

@@ -1,10 +1,11 @@
 // A program written to gemmlowp's public API, built twice: against Debian's libgemmlowp-dev and,
-// with LOWBIT_GEMMLOWP_COMPAT, against lowbit through public/gemmlowp_compat.h (the only other
-// difference is that include). It runs a seeded sweep of random GEMMs (shapes, storage orders,
-// offsets, every output pipeline, EightBitIntGemm) and writes every result's bytes to the file
-// named by its argument; test/gemmlowp_api_compare.cmake requires the two files to be identical.
+// with LOWBIT_GEMMLOWP_COMPAT, against lowbit through lowbit/public/gemmlowp_compat.h (the only
+// other difference is that include). It runs a seeded sweep of random GEMMs (shapes, storage
+// orders, offsets, every output pipeline, EightBitIntGemm) and writes every result's bytes to the
+// file named by its argument; test/gemmlowp_api_compare.cmake requires the two files to be
+// identical.
 #ifdef LOWBIT_GEMMLOWP_COMPAT
-#include "public/gemmlowp_compat.h"
+#include "lowbit/public/gemmlowp_compat.h"
 #else
 #include <gemmlowp/eight_bit_int_gemm/eight_bit_int_gemm.h>
 #include <gemmlowp/public/gemmlowp.h>

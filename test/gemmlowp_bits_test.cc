@@ -1,9 +1,11 @@
 // Where lowbit carries gemmlowp's name it computes gemmlowp's bits: the fixed-point transcendental
 // functions and the output stages, compared with Debian's libgemmlowp-dev (header-only) on every
-// int16 input, sampled int32 inputs and random GEMMs.
-#include <gemmlowp/fixedpoint/fixedpoint.h>
-#include <gemmlowp/public/gemmlowp.h>
+// int16 input, sampled int32 inputs and random GEMMs. gemmlowp is included as TFLite includes it,
+// with its own folder on the include path ("public/...", "fixedpoint/..."), in the same translation
+// unit as lowbit: lowbit's headers reach each other through the lowbit/ root, never those paths.
+#include <fixedpoint/fixedpoint.h>
 #include <gtest/gtest.h>
+#include <public/gemmlowp.h>
 
 #include <cstdint>
 #include <limits>
@@ -11,8 +13,8 @@
 #include <tuple>
 #include <vector>
 
-#include "fixedpoint/fixedpoint.h"
-#include "public/lowbit.h"
+#include "lowbit/fixedpoint/fixedpoint.h"
+#include "lowbit/lowbit.h"
 
 namespace {
 

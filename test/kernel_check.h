@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "internal/driver.h"
-#include "internal/kernel.h"
+#include "lowbit/internal/driver/driver.h"
+#include "lowbit/internal/kernel/kernel.h"
 
 namespace lowbit {
 namespace test {

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "internal/driver.h"
-#include "internal/kernel.h"
-#include "internal/pack.h"
-#include "public/lowbit.h"
+#include "lowbit/internal/driver/driver.h"
+#include "lowbit/internal/kernel/kernel.h"
+#include "lowbit/internal/pack/pack.h"
+#include "lowbit/lowbit.h"
 #include "test/kernel_check.h"
 #include "test/test_util.h"
 

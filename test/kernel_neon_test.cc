@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "internal/kernel.h"
-#include "internal/pack.h"
+#include "lowbit/internal/kernel/kernel.h"
+#include "lowbit/internal/pack/pack.h"
 
 namespace lowbit {
 namespace internal {

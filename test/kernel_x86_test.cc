@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
-#include "internal/kernel.h"
-#include "internal/pack.h"
-#include "internal/pack_x86.h"
-#include "public/lowbit.h"
+#include "lowbit/internal/kernel/kernel.h"
+#include "lowbit/internal/pack/pack.h"
+#include "lowbit/internal/pack/pack_x86.h"
+#include "lowbit/lowbit.h"
 #include "test/kernel_check.h"
 
 namespace lowbit {

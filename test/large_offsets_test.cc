@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include "public/lowbit.h"
+#include "lowbit/lowbit.h"
 #include "test/test_util.h"
 
 namespace lowbit {

@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include "public/lowbit.h"
+#include "lowbit/lowbit.h"
 
 namespace lowbit {
 namespace {

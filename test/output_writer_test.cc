@@ -11,9 +11,9 @@
 #include <tuple>
 #include <vector>
 
-#include "internal/output.h"
-#include "internal/unpack.h"
-#include "public/lowbit.h"
+#include "lowbit/internal/output/output.h"
+#include "lowbit/internal/output/unpack.h"
+#include "lowbit/lowbit.h"
 
 namespace lowbit {
 namespace {
@@ -229,9 +229,9 @@ TEST(OutputWriterTest, EveryCompiledStageMatchesScalarEval) {
   }
 }
 
-// The quantized add's stage (public/quantized_add.h) reads its residual at each result's row and
-// column: along and across the residual's storage order (contiguous loads and gathers), uint8 and
-// int8, with a plan of one product per input and a split one (an output scale 2^14 times finer
+// The quantized add's stage (lowbit/public/quantized_add.h) reads its residual at each result's row
+// and column: along and across the residual's storage order (contiguous loads and gathers), uint8
+// and int8, with a plan of one product per input and a split one (an output scale 2^14 times finer
 // than the inputs'), per-tensor and per-axis (a channel per row for the lhs, per column for the
 // residual). A shift first brings the edge values near the lhs type's range.
 TEST(OutputWriterTest, QuantizedAddStageMatchesScalarEval) {
@@ -318,9 +318,9 @@ TEST(OutputWriterTest, QuantizedAddStageMatchesScalarEval) {
   }
 }
 
-// Sums of requantized operands (public/bit_depth.h) are rescaled by the writer after the offset
-// terms and before the program: as the scalar path's RescaleBlock does, for every divisor shape,
-// line terms of both signs as large as the depth guard allows, and quotients that saturate.
+// Sums of requantized operands (lowbit/public/bit_depth.h) are rescaled by the writer after the
+// offset terms and before the program: as the scalar path's RescaleBlock does, for every divisor
+// shape, line terms of both signs as large as the depth guard allows, and quotients that saturate.
 TEST(OutputWriterTest, RescaleMatchesTheScalarPath) {
   constexpr int kLines = 80;  // result rows and columns covered: start (3 or 5) + up to 67
   std::mt19937 random(17);

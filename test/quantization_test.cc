@@ -1,7 +1,7 @@
-// Tests of public/quantization.h against double-precision references: parameter choice, the
+// Tests of lowbit/public/quantization.h against double-precision references: parameter choice, the
 // fixed-point multipliers (alone and applied through GEMMs on every kernel), quantize and
 // dequantize, and the errors of every bad argument.
-#include "public/quantization.h"
+#include "lowbit/public/quantization.h"
 
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "public/lowbit.h"
+#include "lowbit/lowbit.h"
 
 namespace lowbit {
 namespace {
@@ -281,8 +281,8 @@ std::int32_t ApplyReference(std::int32_t acc, const FixedPointMultiplier& m, std
   return static_cast<std::int32_t>((high >> right) + (remainder > threshold ? 1 : 0) + offset);
 }
 
-// The bound of public/quantization.h: the SRDHM's rounding, the right shift's if there is one,
-// and the multiplier's relative error.
+// The bound of lowbit/public/quantization.h: the SRDHM's rounding, the right shift's if there is
+// one, and the multiplier's relative error.
 double ApplyBound(std::int64_t acc, double real, const FixedPointMultiplier& m) {
   const double shift_rounding = m.exponent < 0 ? std::ldexp(0.5, m.exponent) : 0.0;
   return 0.5 + shift_rounding + std::abs(static_cast<double>(acc) * real) * std::ldexp(1.0, -31);

@@ -1,8 +1,8 @@
-// Tests of public/quantized_add.h against a double-precision reference: random scales and every
-// zero point, the extremes of the types and of the scale ratios, per-axis against per-tensor
+// Tests of lowbit/public/quantized_add.h against a double-precision reference: random scales and
+// every zero point, the extremes of the types and of the scale ratios, per-axis against per-tensor
 // inputs, the errors of every bad argument; and the add's output stage in a GEMM against the
 // elementwise add.
-#include "public/quantized_add.h"
+#include "lowbit/public/quantized_add.h"
 
 #include <gtest/gtest.h>
 
@@ -19,8 +19,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "public/error.h"
-#include "public/lowbit.h"
+#include "lowbit/lowbit.h"
+#include "lowbit/public/error.h"
 #include "test/test_util.h"
 
 namespace lowbit {

@@ -1,8 +1,8 @@
-// Tests of public/quantized_gemm.h: the pipeline's integers against QuantizeMultiplier and the
-// activations' bounds, QuantizedGemm against the real product, the fully-connected layer against
-// the same GEMM built by hand and against its float layer, on every kernel and thread count, and
-// each bad argument.
-#include "public/quantized_gemm.h"
+// Tests of lowbit/public/quantized_gemm.h: the pipeline's integers against QuantizeMultiplier and
+// the activations' bounds, QuantizedGemm against the real product, the fully-connected layer
+// against the same GEMM built by hand and against its float layer, on every kernel and thread
+// count, and each bad argument.
+#include "lowbit/public/quantized_gemm.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "public/lowbit.h"
+#include "lowbit/lowbit.h"
 #include "test/test_util.h"
 
 namespace lowbit {

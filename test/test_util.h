@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "internal/context_state.h"
-#include "public/lowbit.h"
+#include "lowbit/internal/driver/context_state.h"
+#include "lowbit/lowbit.h"
 
 namespace lowbit {
 namespace test {

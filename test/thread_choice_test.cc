@@ -1,7 +1,7 @@
-// ThreadChoice's policy (internal/thread_choice.h): each shape class runs on the faster of one
-// thread and threads, tries the slower again after stretches that grow while it keeps losing, and
-// switches as soon as a try wins.
-#include "internal/thread_choice.h"
+// ThreadChoice's policy (lowbit/internal/driver/thread_choice.h): each shape class runs on the
+// faster of one thread and threads, tries the slower again after stretches that grow while it keeps
+// losing, and switches as soon as a try wins.
+#include "lowbit/internal/driver/thread_choice.h"
 
 #include <gtest/gtest.h>
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "public/lowbit.h"
+#include "lowbit/lowbit.h"
 #include "train/data.h"
 #include "train/dyadic.h"
 #include "train/float_twin.h"

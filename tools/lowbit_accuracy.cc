@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "public/lowbit.h"
+#include "lowbit/lowbit.h"
 #include "tools/accuracy.h"
 
 namespace {

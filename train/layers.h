@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "public/lowbit.h"
+#include "lowbit/lowbit.h"
 #include "train/dyadic.h"
 
 namespace lowbit {

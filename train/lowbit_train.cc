@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "public/lowbit.h"
+#include "lowbit/lowbit.h"
 #include "train/data.h"
 #include "train/float_twin.h"
 #include "train/model_file.h"

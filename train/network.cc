@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "fixedpoint/fixedpoint.h"
+#include "lowbit/fixedpoint/fixedpoint.h"
 
 namespace lowbit {
 namespace train {

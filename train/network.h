@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "public/lowbit.h"
+#include "lowbit/lowbit.h"
 #include "train/dyadic.h"
 #include "train/layers.h"
 
@@ -16,7 +16,7 @@ namespace lowbit {
 namespace train {
 
 // kMse: squared error against one-hot targets 1.0. kCrossEntropy: softmax cross-entropy, the
-// softmax from the fixed-point library's exp (fixedpoint/fixedpoint.h) in Q0.15.
+// softmax from the fixed-point library's exp (lowbit/fixedpoint/fixedpoint.h) in Q0.15.
 enum class Loss { kMse, kCrossEntropy };
 
 struct NetworkSettings {

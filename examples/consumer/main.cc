@@ -1,11 +1,20 @@
 // The smallest lowbit program: a uint8 GEMM with a requantizing pipeline, checked by hand.
+#include <lowbit/lowbit.h>
+
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <tuple>
 
-#include "public/lowbit.h"
-
 int main() {
+  // The headers this program was compiled with and the library it runs must be the same version.
+  char header_version[32];
+  std::snprintf(header_version, sizeof header_version, "%d.%d.%d", LOWBIT_VERSION_MAJOR,
+                LOWBIT_VERSION_MINOR, LOWBIT_VERSION_PATCH);
+  if (std::strcmp(header_version, lowbit::Version()) != 0) {
+    std::printf("headers %s, library %s\n", header_version, lowbit::Version());
+    return 1;
+  }
   // lhs = [[1, 2], [3, 4]] with zero point 1; rhs = identity * 10 with zero point 0.
   const std::uint8_t lhs_data[] = {1, 2, 3, 4};
   const std::uint8_t rhs_data[] = {10, 0, 0, 10};
@@ -29,6 +38,7 @@ int main() {
       return 1;
     }
   }
-  std::printf("lowbit consumer: ok (kernel %s)\n", lowbit::KernelName(context.ResolvedKernel()));
+  std::printf("lowbit %s consumer: ok (kernel %s)\n", lowbit::Version(),
+              lowbit::KernelName(context.ResolvedKernel()));
   return 0;
 }

@@ -22,9 +22,9 @@
 #include <utility>
 #include <vector>
 
-#include "internal/bit_depth.h"      // SequencePhase: the requantize reference's rounding phases
-#include "internal/context_state.h"  // tiny caches and no thread backoff, as in test/test_util.h
-#include "public/lowbit.h"
+#include "lowbit/internal/driver/bit_depth.h"  // SequencePhase: the requantize reference's rounding phases
+#include "lowbit/internal/driver/context_state.h"  // tiny caches and no thread backoff, as in test/test_util.h
+#include "lowbit/lowbit.h"
 
 namespace lowbit {
 namespace fuzz {

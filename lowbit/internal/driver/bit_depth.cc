@@ -1,0 +1,267 @@
+// GEMMs with narrow operands (doc/less-than-8-bit.md): the checks of BitDepthParams and of
+// declared ranges, and the requantize -> multiply -> rescale path.
+#include "lowbit/internal/driver/bit_depth.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "lowbit/internal/driver/context_state.h"
+#include "lowbit/internal/kernel/kernel.h"
+#include "lowbit/public/checks.h"
+#include "lowbit/public/error.h"
+#include "lowbit/public/prepacked.h"
+
+namespace lowbit {
+
+const char* BitDepthRoundingName(BitDepthRounding rounding) {
+  switch (rounding) {
+    case BitDepthRounding::kNearest:
+      return "nearest";
+    case BitDepthRounding::kXorshift:
+      return "xorshift";
+    case BitDepthRounding::kAddMod97:
+      return "addmod";
+    case BitDepthRounding::kAuto:
+      return "auto";
+  }
+  return "unknown";
+}
+
+namespace internal {
+namespace {
+
+std::size_t AlignUp(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+std::string Describe(const BitDepthParams& params) {
+  std::string text = std::to_string(params.lhs_bits) + "-bit lhs, " +
+                     std::to_string(params.rhs_bits) + "-bit rhs, ";
+  if (params.mode == BitDepthMode::kDeclaredRange) return text + "declared range";
+  return text + "requantized with " + BitDepthRoundingName(params.rounding) + " rounding, seed " +
+         std::to_string(params.seed);
+}
+
+void CheckPrepackedBitDepth(const PrepackedRhs& rhs, const BitDepthParams* params) {
+  const BitDepthParams* packed = rhs.bit_depth();
+  if (packed == nullptr && params == nullptr) return;
+  if (packed == nullptr) {
+    throw Error("rhs",
+                "was prepacked without BitDepthParams; a GEMM with BitDepthParams needs "
+                "an rhs prepacked with the same ones");
+  }
+  if (params == nullptr) {
+    throw Error("rhs", "was prepacked with BitDepthParams (" + Describe(*packed) +
+                           "); pass the same BitDepthParams to the GEMM");
+  }
+  const auto check_field = [&](const char* field, std::int64_t packed_value,
+                               std::int64_t call_value) {
+    if (packed_value != call_value) {
+      throw Error(std::string("bit_depth.") + field,
+                  "must equal the prepacked rhs's (" + std::to_string(packed_value) + ", " +
+                      Describe(*packed) + "), got " + std::to_string(call_value));
+    }
+  };
+  check_field("mode", static_cast<int>(packed->mode), static_cast<int>(params->mode));
+  check_field("rhs_bits", packed->rhs_bits, params->rhs_bits);
+  // The lhs bit depth may change as long as the kernel it selects reads the same rhs layout
+  // (on every ISA, one lhs of 8 bits against an 8-bit rhs is not narrow, the others are).
+  const KernelFormat& packed_format =
+      GetPrepackedRhsKernelImplementation(rhs.kernel(), packed->lhs_bits, packed->rhs_bits).format;
+  const KernelFormat& call_format =
+      GetPrepackedRhsKernelImplementation(rhs.kernel(), params->lhs_bits, params->rhs_bits).format;
+  if (!SameRhsLayout(packed_format, call_format)) {
+    throw Error("bit_depth.lhs_bits",
+                "selects a kernel with another rhs layout than the prepacked rhs's (" +
+                    Describe(*packed) + "), got " + std::to_string(params->lhs_bits) +
+                    "; prepack the rhs for this lhs bit depth");
+  }
+  if (params->mode == BitDepthMode::kRequantize) {
+    check_field("rounding", static_cast<int>(packed->rounding), static_cast<int>(params->rounding));
+    check_field("seed", packed->seed, params->seed);
+  }
+}
+
+// The value (r, c) of a uint8 or int8 matrix.
+int ValueAt(const MatrixView& view, int row, int col) {
+  const std::ptrdiff_t index = view.order == Order::kRowMajor
+                                   ? static_cast<std::ptrdiff_t>(row) * view.stride + col
+                                   : row + static_cast<std::ptrdiff_t>(col) * view.stride;
+  return view.type == ElementType::kInt8 ? static_cast<const std::int8_t*>(view.data)[index]
+                                         : static_cast<const std::uint8_t*>(view.data)[index];
+}
+
+// The smallest and largest value of `count` stored elements, as int (signed or not).
+template <typename Scalar>
+void ExtendRange(const void* data, int count, int* min, int* max) {
+  const auto* values = static_cast<const Scalar*>(data);
+  Scalar low = std::numeric_limits<Scalar>::max(), high = std::numeric_limits<Scalar>::min();
+  for (int i = 0; i < count; ++i) {
+    low = std::min(low, values[i]);
+    high = std::max(high, values[i]);
+  }
+  *min = std::min<int>(*min, low);
+  *max = std::max<int>(*max, high);
+}
+
+}  // namespace
+
+MatrixView RequantizedView(const MatrixView& lines, std::uint8_t* out) {
+  return {out,         ElementType::kUint8,
+          lines.rows,  lines.cols,
+          lines.order, lines.order == Order::kRowMajor ? lines.cols : lines.rows};
+}
+
+void ValidateBitDepthParams(const BitDepthParams& params) {
+  checks::CheckInRange("bit_depth", "lhs_bits", params.lhs_bits, 1, 8);
+  checks::CheckInRange("bit_depth", "rhs_bits", params.rhs_bits, 1, 8);
+  const int rounding = static_cast<int>(params.rounding);
+  if (rounding < static_cast<int>(BitDepthRounding::kNearest) ||
+      rounding > static_cast<int>(BitDepthRounding::kAuto)) {
+    throw Error("bit_depth.rounding",
+                "must be BitDepthRounding::kNearest, kXorshift, kAddMod97 or kAuto, got " +
+                    std::to_string(rounding));
+  }
+  const int mode = static_cast<int>(params.mode);
+  if (mode != static_cast<int>(BitDepthMode::kRequantize) &&
+      mode != static_cast<int>(BitDepthMode::kDeclaredRange)) {
+    throw Error("bit_depth.mode",
+                "must be BitDepthMode::kRequantize or kDeclaredRange, got " + std::to_string(mode));
+  }
+}
+
+void CheckDeclaredRange(const char* name, const char* bits_field, const MatrixView& view,
+                        int bits) {
+  const bool is_signed = view.type == ElementType::kInt8;
+  const int min_allowed = is_signed ? -(1 << (bits - 1)) : 0;
+  const int max_allowed = is_signed ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
+  const bool row_major = view.order == Order::kRowMajor;
+  const int lines = row_major ? view.rows : view.cols;
+  const int length = row_major ? view.cols : view.rows;
+  // An empty matrix may have null data, which no line address may be computed from.
+  if (length == 0) return;
+  for (int line = 0; line < lines; ++line) {
+    // A vectorizable min/max per stored line; the offending entry is searched for only once
+    // a line is known to hold one.
+    int min = max_allowed, max = min_allowed;
+    const void* data = static_cast<const char*>(view.data) +
+                       static_cast<std::ptrdiff_t>(line) * view.stride * ElementSize(view.type);
+    if (is_signed) {
+      ExtendRange<std::int8_t>(data, length, &min, &max);
+    } else {
+      ExtendRange<std::uint8_t>(data, length, &min, &max);
+    }
+    if (min >= min_allowed && max <= max_allowed) continue;
+    for (int i = 0; i < length; ++i) {
+      const int row = row_major ? line : i, col = row_major ? i : line;
+      const int value = ValueAt(view, row, col);
+      if (value < min_allowed || value > max_allowed) {
+        throw Error(name, "holds " + std::to_string(value) + " at (" + std::to_string(row) + ", " +
+                              std::to_string(col) + "), outside [" + std::to_string(min_allowed) +
+                              ", " + std::to_string(max_allowed) +
+                              "]: BitDepthMode::kDeclaredRange promises " + std::to_string(bits) +
+                              "-bit values (bit_depth." + bits_field + ")");
+      }
+    }
+  }
+}
+
+void ValidateBitDepthArguments(const BitDepthParams* params, const MatrixView& lhs,
+                               const MatrixView& rhs, const PrepackedRhs* prepacked_rhs) {
+  if (params != nullptr) ValidateBitDepthParams(*params);
+  if (prepacked_rhs != nullptr) CheckPrepackedBitDepth(*prepacked_rhs, params);
+  if (params == nullptr || params->mode != BitDepthMode::kDeclaredRange) return;
+  CheckDeclaredRange("lhs", "lhs_bits", lhs, params->lhs_bits);
+  // A prepacked rhs was checked when it was packed.
+  if (prepacked_rhs == nullptr) CheckDeclaredRange("rhs", "rhs_bits", rhs, params->rhs_bits);
+}
+
+void RunBitDepthGemm(Context& context, const MatrixView& lhs, const MatrixView& rhs,
+                     const PrepackedRhs* prepacked_rhs, const Offsets& lhs_offset,
+                     const Offsets& rhs_offset, const BitDepthParams& params,
+                     const ResultTarget& target) {
+  const PackedOperand* packed_rhs = prepacked_rhs != nullptr ? &prepacked_rhs->packed() : nullptr;
+  const MatrixView gemm_rhs = packed_rhs != nullptr ? ViewOf(*packed_rhs) : rhs;
+  if (params.mode == BitDepthMode::kDeclaredRange) {
+    const NarrowOperands narrow{params.lhs_bits, params.rhs_bits, nullptr};
+    RunGemm(context, lhs, gemm_rhs, packed_rhs, lhs_offset, rhs_offset, target, &narrow);
+    return;
+  }
+  const int rows = lhs.rows, depth = lhs.cols, cols = rhs.cols;
+  const BitDepthRounding rounding = ResolveRounding(params.rounding, depth);
+
+  // Scratch: the requantized lhs and rhs (unless prepacked), their line sums, the rescale terms
+  // of every lhs row and rhs column, then the requantization's own work memory.
+  const MatrixView columns = Transposed(rhs);
+  const std::size_t lhs_bytes = AlignUp(static_cast<std::size_t>(rows) * depth);
+  const std::size_t rhs_bytes =
+      packed_rhs != nullptr ? 0 : AlignUp(static_cast<std::size_t>(depth) * cols);
+  const std::size_t sums_bytes =
+      AlignUp(sizeof(std::int32_t) * rows) + AlignUp(sizeof(std::int32_t) * cols);
+  const std::size_t terms_bytes = sizeof(double) * 2 * (AlignUp(rows) + AlignUp(cols));
+  const std::size_t work_bytes =
+      std::max(RequantizeWorkBytes(lhs), packed_rhs != nullptr ? 0 : RequantizeWorkBytes(columns));
+  char* scratch = static_cast<char*>(context.state().RequantizeScratch(
+      lhs_bytes + rhs_bytes + sums_bytes + terms_bytes + work_bytes));
+  void* work = scratch + lhs_bytes + rhs_bytes + sums_bytes + terms_bytes;
+  auto* requantized_lhs = reinterpret_cast<std::uint8_t*>(scratch);
+  auto* requantized_rhs = reinterpret_cast<std::uint8_t*>(scratch + lhs_bytes);
+  auto* lhs_sums = reinterpret_cast<std::int32_t*>(scratch + lhs_bytes + rhs_bytes);
+  std::int32_t* rhs_sums = lhs_sums + AlignUp(sizeof(std::int32_t) * rows) / sizeof(std::int32_t);
+  double* lhs_a = reinterpret_cast<double*>(scratch + lhs_bytes + rhs_bytes + sums_bytes);
+  double* lhs_b = lhs_a + AlignUp(rows);
+  double* rhs_a = lhs_b + AlignUp(rows);
+  double* rhs_b = rhs_a + AlignUp(cols);
+
+  const Kernel kernel = context.ResolvedKernel();
+  RequantizeLines(kernel, lhs, params.lhs_bits, rounding, params.seed, Operand::kLhs,
+                  requantized_lhs, lhs_sums, work);
+  const MatrixView requantized_lhs_view = RequantizedView(lhs, requantized_lhs);
+  MatrixView requantized_rhs_view = gemm_rhs;
+  const std::int32_t* col_sums = rhs_sums;
+  ElementType rhs_source_type = rhs.type;
+  if (prepacked_rhs != nullptr) {
+    col_sums = prepacked_rhs->requantized_col_sums();
+    rhs_source_type = prepacked_rhs->view().type;
+  } else {
+    RequantizeLines(kernel, columns, params.rhs_bits, rounding, params.seed, Operand::kRhs,
+                    requantized_rhs, rhs_sums, work);
+    requantized_rhs_view = Transposed(RequantizedView(columns, requantized_rhs));
+  }
+
+  // With a ~ 255 a' / PL and b ~ 255 b' / PR (PL = 2^L - 1, PR = 2^R - 1), the 8-bit result
+  // sum_k (a + oa)(b + ob) times PL * PR is approximately
+  //   sum_k (255 a' + oa PL)(255 b' + ob PR).
+  // The GEMM below multiplies the centred values alpha = a' - ca, beta = b' - cb (ca = 2^(L-1),
+  // cb = 2^(R-1)), so that its int32 sums T stay within the depth guard of the 8-bit GEMM
+  // (|alpha| <= ca <= 128). With ga = 255 ca + oa PL and gb = 255 cb + ob PR, the sum is
+  //   65025 T + ga (255 sum(beta) + K gb) + (255 gb) sum(alpha),
+  // a rank-1 correction per term: lhs row r gives a = ga, b = sum(alpha); rhs column c gives
+  // a = 255 sum(beta) + K gb, b = 255 gb. oa and ob are the offsets of the values as uint8
+  // (int8 offsets minus 128). Under the 8-bit depth guard (K |oa| |ob| and K * 128 |oa| at most
+  // about 2^31), every term is an integer below 2^52 in magnitude: exact as a double.
+  const std::int64_t lhs_scale = (1 << params.lhs_bits) - 1;
+  const std::int64_t rhs_scale = (1 << params.rhs_bits) - 1;
+  const std::int64_t lhs_centre = 1 << (params.lhs_bits - 1);
+  const std::int64_t rhs_centre = 1 << (params.rhs_bits - 1);
+  const std::int64_t lhs_shift = lhs.type == ElementType::kInt8 ? 128 : 0;
+  const std::int64_t rhs_shift = rhs_source_type == ElementType::kInt8 ? 128 : 0;
+  for (int r = 0; r < rows; ++r) {
+    const std::int64_t ga = 255 * lhs_centre + (lhs_offset(r) - lhs_shift) * lhs_scale;
+    lhs_a[r] = static_cast<double>(ga);
+    lhs_b[r] = static_cast<double>(lhs_sums[r] - depth * lhs_centre);
+  }
+  for (int c = 0; c < cols; ++c) {
+    const std::int64_t gb = 255 * rhs_centre + (rhs_offset(c) - rhs_shift) * rhs_scale;
+    rhs_a[c] = static_cast<double>(255 * (col_sums[c] - depth * rhs_centre) + depth * gb);
+    rhs_b[c] = static_cast<double>(255 * gb);
+  }
+  const Rescale rescale{{lhs_a, lhs_b}, {rhs_a, rhs_b}, static_cast<int>(lhs_scale * rhs_scale)};
+  const NarrowOperands narrow{params.lhs_bits, params.rhs_bits, &rescale};
+  RunGemm(context, requantized_lhs_view, requantized_rhs_view, packed_rhs,
+          static_cast<std::int32_t>(-lhs_centre), static_cast<std::int32_t>(-rhs_centre), target,
+          &narrow);
+}
+
+}  // namespace internal
+}  // namespace lowbit

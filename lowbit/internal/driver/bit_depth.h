@@ -1,0 +1,79 @@
+// Operands narrower than 8 bits, compiled half: the checks of BitDepthParams and of declared
+// ranges, the requantization pass, and the GEMM on requantized operands (doc/less-than-8-bit.md).
+#ifndef LOWBIT_INTERNAL_DRIVER_BIT_DEPTH_H_
+#define LOWBIT_INTERNAL_DRIVER_BIT_DEPTH_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "lowbit/internal/driver/driver.h"
+#include "lowbit/public/bit_depth.h"
+#include "lowbit/public/context.h"
+#include "lowbit/public/map.h"
+
+namespace lowbit {
+
+class PrepackedRhs;
+
+namespace internal {
+
+// Which operand an element belongs to: each has its own rounding sequence phases.
+enum class Operand { kLhs, kRhs };
+
+// Both rounding sequences have period 255 and take all values 0..254 once per period.
+constexpr int kSequencePeriod = 255;
+
+// Value `position` (0..254) of a probabilistic rounding sequence: for kAddMod97, x_j with
+// x_0 = 0 and x_{j+1} = (x_j + 97) % 255; for kXorshift, state_j - 1 with state_0 = 1 and
+// state_{j+1} = xorshift(state_j) (x ^= x << 7; x ^= x >> 5; x ^= x << 3 on uint8).
+int SequenceValue(BitDepthRounding resolved, int position);
+
+// The depth is cut into blocks of one period, k / 255. Block `block` of line `line` (an lhs row
+// or an rhs column) of `operand` enters its rounding sequence at this position: a hash of
+// (seed, operand, line, block), modulo 255. The rounding offset of element (line, k) is
+//   SequenceValue(rounding, (SequencePhase(seed, operand, line, k / 255) + k % 255) % 255),
+// or 127 for kNearest: consecutive depth values of a block take consecutive sequence values.
+int SequencePhase(std::uint32_t seed, Operand operand, int line, int block);
+
+// Requantizes `lines` (rows = lhs rows or rhs columns, cols = depth, uint8 or int8) to `bits`:
+// out(i, k) = (u * (2^bits - 1) + offset(i, k)) / 255 with u the value as uint8 (int8 + 128).
+// `out` has the same shape and order as `lines`, compact (stride = its line length), and
+// line_sums[i] receives the sum of line i's requantized values. `resolved` is not kAuto. The
+// inner loop uses the ISA of `kernel` (resolved, and available on this CPU); the values do not
+// depend on it. `work` is RequantizeWorkBytes(lines) of memory, aligned for int32, that it
+// uses as it goes: a GEMM passes scratch memory, so that it allocates nothing.
+void RequantizeLines(Kernel kernel, const MatrixView& lines, int bits, BitDepthRounding resolved,
+                     std::uint32_t seed, Operand operand, std::uint8_t* out,
+                     std::int32_t* line_sums, void* work);
+std::size_t RequantizeWorkBytes(const MatrixView& lines);
+
+// The uint8 matrix RequantizeLines writes to `out` for `lines`.
+MatrixView RequantizedView(const MatrixView& lines, std::uint8_t* out);
+
+// Throws lowbit::Error naming "bit_depth.<field>" unless every field is valid.
+void ValidateBitDepthParams(const BitDepthParams& params);
+
+// Throws lowbit::Error naming `name` unless every value of `view` fits `bits` bits (uint8 in
+// [0, 2^bits - 1], int8 in [-2^(bits-1), 2^(bits-1) - 1]): the declared-range promise, whose
+// bit depth is the field `bits_field` of BitDepthParams.
+void CheckDeclaredRange(const char* name, const char* bits_field, const MatrixView& view, int bits);
+
+// The checks a GEMM makes of its BitDepthParams (null for an ordinary GEMM), after
+// ValidateGemmArguments: each field, a prepacked rhs packed with matching params (or, for an
+// ordinary GEMM, without any), and in declared-range mode the values of the operands.
+void ValidateBitDepthArguments(const BitDepthParams* params, const MatrixView& lhs,
+                               const MatrixView& rhs, const PrepackedRhs* prepacked_rhs);
+
+// The GEMM with narrow operands: in kRequantize mode, requantizes both operands (the rhs unless
+// prepacked), multiplies them and rescales each block to approximate the 8-bit result; in
+// kDeclaredRange mode, the ordinary GEMM. Arguments must have passed every check above and
+// ValidateGemmArguments.
+void RunBitDepthGemm(Context& context, const MatrixView& lhs, const MatrixView& rhs,
+                     const PrepackedRhs* prepacked_rhs, const Offsets& lhs_offset,
+                     const Offsets& rhs_offset, const BitDepthParams& params,
+                     const ResultTarget& target);
+
+}  // namespace internal
+}  // namespace lowbit
+
+#endif  // LOWBIT_INTERNAL_DRIVER_BIT_DEPTH_H_

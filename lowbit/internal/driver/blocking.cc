@@ -1,0 +1,64 @@
+// Block sizes from the cache sizes cpuinfo reports (Goto/BLIS: the rhs micro-panel in L1, the
+// packed lhs slice and the accumulator block in L2, the packed rhs in L3 or memory).
+#include "lowbit/internal/driver/blocking.h"
+
+#include <cpuinfo.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace lowbit {
+namespace internal {
+namespace {
+
+// value rounded down to a multiple of `multiple`, and at least `multiple`.
+int FloorTo(std::int64_t value, int multiple) {
+  return static_cast<int>(std::max<std::int64_t>(multiple, value / multiple * multiple));
+}
+
+}  // namespace
+
+CacheSizes DetectCacheSizes() {
+  CacheSizes sizes{32 * 1024, 256 * 1024};
+  if (!cpuinfo_initialize()) return sizes;
+  const cpuinfo_processor* processor = cpuinfo_get_current_processor();
+  if (processor == nullptr) processor = cpuinfo_get_processor(0);
+  if (processor == nullptr) return sizes;
+  if (processor->cache.l1d != nullptr)
+    sizes.l1_bytes = static_cast<int>(processor->cache.l1d->size);
+  if (processor->cache.l2 != nullptr) sizes.l2_bytes = static_cast<int>(processor->cache.l2->size);
+  return sizes;
+}
+
+Blocking ComputeBlocking(const KernelFormat& format, const CacheSizes& caches, int rows, int cols,
+                         int depth) {
+  const int lhs_element = PackedSize(format.lhs_type);
+  const int rhs_element = PackedSize(format.rhs_type);
+  const int group = format.depth_group;
+  const std::int64_t l1 = caches.l1_bytes;
+  const std::int64_t l2 = caches.l2_bytes;
+  const std::int64_t padded_depth = RoundUp(std::max(depth, 1), group);
+  // The rhs micro-panel (rhs_cols x kc) takes half of L1; the lhs micro-panel streams through
+  // the rest. Equal slices, so that the last one is not a sliver.
+  const int max_depth = FloorTo(l1 / 2 / (format.rhs_cols * rhs_element), group);
+  const std::int64_t slices = (padded_depth + max_depth - 1) / max_depth;
+  const int block_depth = RoundUp(static_cast<int>((padded_depth + slices - 1) / slices), group);
+  // The packed lhs slice (mc x kc) takes half of L2; the whole-depth packed lhs block of a task
+  // stays within 4 x L2, which only very deep GEMMs reach.
+  int block_rows = FloorTo(l2 / 2 / (block_depth * lhs_element), format.lhs_rows);
+  block_rows =
+      std::min(block_rows, FloorTo(4 * l2 / (padded_depth * lhs_element), format.lhs_rows));
+  block_rows = std::min(block_rows, RoundUp(std::max(rows, 1), format.lhs_rows));
+  // The accumulator block (mc x nc int32) takes a quarter of L2.
+  int block_cols = FloorTo(l2 / 4 / (block_rows * 4), format.rhs_cols);
+  block_cols = std::min(block_cols, RoundUp(std::max(cols, 1), format.rhs_cols));
+  // The packed rhs (whole depth) is shared by all tasks; at most 32 x L2 of it at once.
+  int rhs_cols = FloorTo(32 * l2 / (padded_depth * rhs_element), format.rhs_cols);
+  rhs_cols = std::min(rhs_cols, RoundUp(std::max(cols, 1), format.rhs_cols));
+  const int streamed_cols =
+      std::min(block_cols, FloorTo(l2 / 4 / (padded_depth * rhs_element), format.rhs_cols));
+  return {block_rows, block_cols, block_depth, rhs_cols, streamed_cols};
+}
+
+}  // namespace internal
+}  // namespace lowbit

@@ -1,0 +1,37 @@
+// Cache blocking: how much depth one kernel call covers, how many lhs rows one task packs and
+// how many result columns one accumulator block holds, chosen so that the rhs micro-panel stays
+// in L1 and the packed lhs slice and the accumulator block in L2 while the kernel runs.
+#ifndef LOWBIT_INTERNAL_DRIVER_BLOCKING_H_
+#define LOWBIT_INTERNAL_DRIVER_BLOCKING_H_
+
+#include "lowbit/internal/kernel/kernel.h"
+
+namespace lowbit {
+namespace internal {
+
+struct Blocking {
+  int rows;      // mc: the most lhs rows one task packs, a multiple of the format's lhs_rows
+  int cols;      // nc: columns of one accumulator block, a multiple of the format's rhs_cols
+  int depth;     // kc: depth of one kernel call, a multiple of the format's depth_group
+  int rhs_cols;  // columns of rhs packed at once (whole depth), a multiple of rhs_cols
+  // nc when a task packs the rhs columns it needs itself, block by block just before use
+  // (when no other task needs them): the packed rhs block (whole depth) then stays in L2.
+  int streamed_cols;
+};
+
+struct CacheSizes {
+  int l1_bytes;
+  int l2_bytes;
+};
+
+// The data caches of the core we run on (cpuinfo), with conservative defaults where it
+// reports none.
+CacheSizes DetectCacheSizes();
+
+Blocking ComputeBlocking(const KernelFormat& format, const CacheSizes& caches, int rows, int cols,
+                         int depth);
+
+}  // namespace internal
+}  // namespace lowbit
+
+#endif  // LOWBIT_INTERNAL_DRIVER_BLOCKING_H_

@@ -1,0 +1,206 @@
+// Runtime kernel choice: the Context setting, else LOWBIT_KERNEL, else the best kernel the CPU
+// supports. One binary, no -m flags needed by the caller.
+#include <cpuinfo.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "lowbit/internal/driver/context_state.h"
+#include "lowbit/internal/driver/driver.h"
+#include "lowbit/internal/kernel/kernel.h"
+#include "lowbit/internal/output/output.h"
+#include "lowbit/public/context.h"
+#include "lowbit/public/error.h"
+
+namespace lowbit {
+
+const char* KernelName(Kernel kernel) {
+  switch (kernel) {
+    case Kernel::kAuto:
+      return "auto";
+    case Kernel::kReference:
+      return "reference";
+    case Kernel::kSse41:
+      return "sse41";
+    case Kernel::kAvx2:
+      return "avx2";
+    case Kernel::kAvx512Vnni:
+      return "avx512vnni";
+    case Kernel::kNeon:
+      return "neon";
+  }
+  return "unknown";
+}
+
+namespace {
+
+bool AlwaysSupported() { return true; }
+#if defined(__x86_64__)
+bool HasSse41() { return cpuinfo_initialize() && cpuinfo_has_x86_sse4_1(); }
+// Every CPU with AVX2 so far has FMA3 too; the AVX2 writer's rescale uses it.
+bool HasAvx2() { return cpuinfo_initialize() && cpuinfo_has_x86_avx2() && cpuinfo_has_x86_fma3(); }
+// Its packing and requantizing are the AVX2 ones.
+bool HasAvx512Vnni() {
+  return HasAvx2() && cpuinfo_has_x86_avx512f() && cpuinfo_has_x86_avx512bw() &&
+         cpuinfo_has_x86_avx512vnni();
+}
+#endif
+
+#if defined(__aarch64__)
+bool HasNeon() { return cpuinfo_initialize() && cpuinfo_has_arm_neon(); }
+// Kernel::kNeon is the best 8-bit NEON kernel the CPU runs. A prepacked rhs is packed by this
+// same choice, made again on the same CPU when it is multiplied.
+const internal::KernelImplementation& BestNeonKernel() {
+  const bool has_dot = cpuinfo_initialize() && cpuinfo_has_arm_neon_dot();
+  return has_dot ? internal::NeonDotKernel() : internal::NeonKernel();
+}
+#endif
+
+// One row per kernel compiled into this build, slowest first. An ISA kernel file provides
+// its implementation, and its ISA's output writer (none for the reference kernel, which has
+// no ISA); cpuinfo says whether this CPU can run it.
+struct KernelEntry {
+  Kernel kernel;
+  bool (*cpu_supports)();
+  const internal::KernelImplementation& (*implementation)();
+  const internal::KernelImplementation& (*prepacked_rhs_implementation)();
+  // The one that multiplies the same prepacked rhs layout with an lhs of one or two rows, where
+  // it is not the same. Or null.
+  const internal::KernelImplementation& (*matrix_vector_implementation)();
+  // For operands of fewer bits: returns null where the bit depths gain nothing. Or null.
+  const internal::KernelImplementation* (*narrow_implementation)(int lhs_bits, int rhs_bits);
+  internal::OutputWriter output_writer;
+};
+const KernelEntry kKernels[] = {
+    {Kernel::kReference, &AlwaysSupported, &internal::ReferenceKernel, &internal::ReferenceKernel,
+     nullptr, nullptr, nullptr},
+#if defined(__x86_64__)
+    {Kernel::kSse41, &HasSse41, &internal::Sse41Kernel, &internal::Sse41Kernel, nullptr,
+     &internal::Sse41NarrowKernel, &internal::WriteOutputSse41},
+    {Kernel::kAvx2, &HasAvx2, &internal::Avx2Kernel, &internal::Avx2PrepackedKernel,
+     &internal::Avx2NibbleKernel, &internal::Avx2NarrowKernel, &internal::WriteOutputAvx2},
+    // vpdpbusd multiplies full 8-bit values at the rate narrow kernels would: no narrow ones.
+    {Kernel::kAvx512Vnni, &HasAvx512Vnni, &internal::Avx512VnniKernel, &internal::Avx512VnniKernel,
+     nullptr, nullptr, &internal::WriteOutputAvx512},
+#endif
+#if defined(__aarch64__)
+    {Kernel::kNeon, &HasNeon, &BestNeonKernel, &BestNeonKernel, nullptr,
+     &internal::NeonNarrowKernel, &internal::WriteOutputNeon},
+#endif
+};
+
+const KernelEntry* FindEntry(Kernel kernel) {
+  for (const KernelEntry& entry : kKernels) {
+    if (entry.kernel == kernel) return &entry;
+  }
+  return nullptr;
+}
+
+bool IsAvailable(Kernel kernel) {
+  const KernelEntry* entry = FindEntry(kernel);
+  return entry != nullptr && entry->cpu_supports();
+}
+
+std::string AvailableNames() {
+  std::string names;
+  for (Kernel kernel : AvailableKernels()) {
+    names += names.empty() ? "" : ", ";
+    names += KernelName(kernel);
+  }
+  return names;
+}
+
+void CheckAvailable(const std::string& argument, Kernel kernel) {
+  if (!IsAvailable(kernel)) {
+    throw Error(argument,
+                std::string("kernel '") + KernelName(kernel) +
+                    "' is not available on this CPU and build; available: " + AvailableNames());
+  }
+}
+
+Kernel KernelFromEnvironment(const char* value) {
+  for (Kernel kernel :
+       {Kernel::kReference, Kernel::kSse41, Kernel::kAvx2, Kernel::kAvx512Vnni, Kernel::kNeon}) {
+    if (std::strcmp(value, KernelName(kernel)) == 0) {
+      CheckAvailable("LOWBIT_KERNEL", kernel);
+      return kernel;
+    }
+  }
+  throw Error("LOWBIT_KERNEL", "must be one of: reference, sse41, avx2, avx512vnni, neon; got '" +
+                                   std::string(value) + "'");
+}
+
+}  // namespace
+
+std::vector<Kernel> AvailableKernels() {
+  std::vector<Kernel> kernels;
+  for (const KernelEntry& entry : kKernels) {
+    if (entry.cpu_supports()) kernels.push_back(entry.kernel);
+  }
+  return kernels;
+}
+
+void Context::set_kernel(Kernel kernel) {
+  if (kernel != Kernel::kAuto) CheckAvailable("kernel", kernel);
+  const internal::ContextUse use(*this);
+  state_->kernel = kernel;
+}
+
+Kernel Context::ResolvedKernel() const {
+  const Kernel kernel = state_->kernel;
+  if (kernel != Kernel::kAuto) return kernel;
+  const char* forced = std::getenv("LOWBIT_KERNEL");
+  if (forced != nullptr && forced[0] != '\0') return KernelFromEnvironment(forced);
+  // Once per process: every GEMM asks, and the list is a heap allocation.
+  static const Kernel best = AvailableKernels().back();
+  return best;
+}
+
+namespace internal {
+
+OutputWriter OutputWriterFor(Kernel kernel) {
+  const KernelEntry* entry = FindEntry(kernel);
+  return entry == nullptr ? nullptr : entry->output_writer;
+}
+
+namespace {
+const KernelEntry& ResolvedEntry(Kernel kernel) {
+  const KernelEntry* entry = FindEntry(kernel);
+  if (entry == nullptr) throw std::logic_error("kernel implementations need a resolved kernel");
+  return *entry;
+}
+}  // namespace
+
+namespace {
+const KernelImplementation* NarrowImplementation(const KernelEntry& entry, int lhs_bits,
+                                                 int rhs_bits) {
+  if (entry.narrow_implementation == nullptr || (lhs_bits == 8 && rhs_bits == 8)) return nullptr;
+  return entry.narrow_implementation(lhs_bits, rhs_bits);
+}
+}  // namespace
+
+const KernelImplementation& GetKernelImplementation(Kernel kernel, int lhs_bits, int rhs_bits) {
+  const KernelEntry& entry = ResolvedEntry(kernel);
+  const KernelImplementation* narrow = NarrowImplementation(entry, lhs_bits, rhs_bits);
+  return narrow != nullptr ? *narrow : entry.implementation();
+}
+
+const KernelImplementation& GetPrepackedRhsKernelImplementation(Kernel kernel, int lhs_bits,
+                                                                int rhs_bits, int lhs_rows) {
+  const KernelEntry& entry = ResolvedEntry(kernel);
+  const KernelImplementation* narrow = NarrowImplementation(entry, lhs_bits, rhs_bits);
+  if (narrow != nullptr) return *narrow;
+  // Interleaved in one process on 1024x1024 prepacked weights, the nibble tile was 10% faster
+  // than the quad tile for 2 lhs rows, and 4 to 10% slower for 3, 4, 5 and 8.
+  constexpr int kMatrixVectorRows = 2;
+  if (lhs_rows >= 1 && lhs_rows <= kMatrixVectorRows &&
+      entry.matrix_vector_implementation != nullptr) {
+    return entry.matrix_vector_implementation();
+  }
+  return entry.prepacked_rhs_implementation();
+}
+
+}  // namespace internal
+}  // namespace lowbit

@@ -1,0 +1,489 @@
+// The GEMM loops. A task owns a range of lhs rows and result columns: it packs its lhs rows,
+// runs the micro-kernel over every register tile slice by slice of depth, adds the offset terms
+// and hands each finished accumulator block to the output pipeline. When several tasks share rhs
+// columns, the rhs is packed once up front (whole depth, in chunks of columns) and shared;
+// otherwise (a short lhs) each task packs its rhs blocks just before use, while they are in
+// cache. Each result entry belongs to exactly one task, so the bits do not depend on the thread
+// count or on which thread runs which task. A column-major result is computed as the transposed
+// product, so that accumulator rows run along the result's columns and stores are sequential.
+#include "lowbit/internal/driver/driver.h"
+
+#include <pthreadpool.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "lowbit/internal/driver/blocking.h"
+#include "lowbit/internal/driver/context_state.h"
+#include "lowbit/internal/kernel/kernel.h"
+#include "lowbit/internal/output/output.h"
+#include "lowbit/internal/output/unpack.h"
+
+namespace lowbit {
+namespace internal {
+namespace {
+
+std::size_t AlignUp(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// Where part `index` starts when `count` items are split into `parts` near-equal parts.
+int PartStart(int count, int parts, int index) {
+  return static_cast<int>(static_cast<std::int64_t>(count) * index / parts);
+}
+
+// A row stride for accumulator blocks: whole register tiles, and an odd number of cache lines
+// so that walking down a column does not keep hitting the same L1 set.
+int AccumulatorStride(int cols, const KernelFormat& format) {
+  constexpr int kLine = 64 / sizeof(std::int32_t);
+  int lines = (RoundUp(cols, format.rhs_cols) + kLine - 1) / kLine;
+  if (lines % 2 == 0) ++lines;
+  return lines * kLine;
+}
+
+// Scratch memory: the shared packed rhs chunk (unless each task packs its own rhs blocks),
+// column sums and effective offsets, then one slot per worker for its packed lhs rows, row
+// sums, accumulator block and, when streaming, packed rhs block.
+struct ScratchLayout {
+  std::size_t packed_rhs_bytes;
+  std::size_t col_sums_bytes;
+  std::size_t lhs_offsets_bytes;
+  std::size_t rhs_offsets_bytes;
+  std::size_t packed_lhs_bytes;
+  std::size_t row_sums_bytes;
+  std::size_t row_parts_bytes;
+  std::size_t col_parts_bytes;
+  std::size_t acc_bytes;
+  std::size_t rhs_block_bytes;
+
+  ScratchLayout(const KernelFormat& format, const Blocking& blocking, int rows, int cols,
+                int padded_depth, bool stream_rhs, bool rhs_prepacked)
+      : packed_rhs_bytes(stream_rhs || rhs_prepacked
+                             ? 0
+                             : AlignUp(static_cast<std::size_t>(blocking.rhs_cols) * padded_depth *
+                                       PackedSize(format.rhs_type))),
+        col_sums_bytes(AlignUp(sizeof(std::int32_t) * blocking.rhs_cols)),
+        lhs_offsets_bytes(AlignUp(sizeof(std::int32_t) * rows)),
+        rhs_offsets_bytes(AlignUp(sizeof(std::int32_t) * cols)),
+        packed_lhs_bytes(AlignUp(static_cast<std::size_t>(blocking.rows) * padded_depth *
+                                 PackedSize(format.lhs_type))),
+        row_sums_bytes(AlignUp(sizeof(std::int32_t) * blocking.rows)),
+        row_parts_bytes(row_sums_bytes),
+        col_parts_bytes(AlignUp(sizeof(std::int32_t) * blocking.cols)),
+        acc_bytes(AlignUp(sizeof(std::int32_t) * blocking.rows *
+                          AccumulatorStride(blocking.cols, format))),
+        rhs_block_bytes(stream_rhs ? AlignUp(static_cast<std::size_t>(blocking.streamed_cols) *
+                                             padded_depth * PackedSize(format.rhs_type))
+                                   : 0) {}
+
+  std::size_t Shared() const {
+    return packed_rhs_bytes + col_sums_bytes + lhs_offsets_bytes + rhs_offsets_bytes;
+  }
+  std::size_t PerWorker() const {
+    return packed_lhs_bytes + row_sums_bytes + row_parts_bytes + col_parts_bytes + acc_bytes +
+           rhs_block_bytes;
+  }
+  std::size_t Total(int workers) const { return Shared() + PerWorker() * workers; }
+};
+
+struct SharedScratch {
+  // Written when the driver packs the rhs itself.
+  char* packed_rhs;
+  std::int32_t* col_sums;
+  // Read by the kernels: the current chunk's packed rhs panels and column sums, in packed_rhs
+  // and col_sums, or in a prepacked rhs.
+  const char* rhs_panels;
+  const std::int32_t* rhs_col_sums;
+  std::int32_t* lhs_offsets;
+  std::int32_t* rhs_offsets;
+};
+
+struct WorkerScratch {
+  char* packed_lhs;
+  // The packed rows' sums, then (MakeRowTerms) their offset row terms.
+  std::int32_t* row_sums;
+  // Separable offset terms (OffsetTerms::row_part): the task's rows' parts, and the current
+  // block's columns' parts.
+  std::int32_t* row_parts;
+  std::int32_t* col_parts;
+  std::int32_t* acc;
+  char* rhs_block;
+};
+
+struct GemmTask {
+  const KernelImplementation& kernel;
+  const MatrixView& lhs;
+  const MatrixView rhs_transposed;
+  Blocking blocking;
+  int padded_depth;
+  bool stream_rhs;
+  ScratchLayout layout;
+  char* scratch;
+  SharedScratch shared;
+  const ResultTarget& target;
+  // The ISA writer for target.program, or null to run target.consumer.
+  OutputWriter output_writer;
+  // The task computes result^T = rhs^T * lhs^T: its rows are result columns.
+  bool transposed;
+  // The writer gets the offset terms as row and column parts (both offsets uniform).
+  bool separable_terms;
+  int workers;
+  // The context's state, whose GEMM the pool threads run (WorkerOfContext).
+  const ContextState* context_state = nullptr;
+  // The rhs chunk being worked on: columns [chunk_start, chunk_start + chunk_cols).
+  int chunk_start = 0;
+  int chunk_cols = 0;
+  int row_tasks = 0;
+  int col_tasks = 0;
+  // The next task's index, or with guided row parts the next row panel (NextTask).
+  std::atomic<int> next_task{0};
+  // pthreadpool orders the hand-off to and from its workers, but it is not instrumented, so
+  // ThreadSanitizer cannot see that; a release/acquire pair on these makes the order explicit.
+  std::atomic<int> handed_out{0};
+  std::atomic<int> handed_back{0};
+  // Requantized operands: the rescale with lhs and rhs as the task sees them, and as the result
+  // does (for the writer); or null.
+  const Rescale* rescale = nullptr;
+  const Rescale* result_rescale = nullptr;
+
+  std::size_t LhsPanelBytes() const {
+    return static_cast<std::size_t>(kernel.format.lhs_rows) * padded_depth *
+           PackedSize(kernel.format.lhs_type);
+  }
+  std::size_t RhsPanelBytes() const {
+    return static_cast<std::size_t>(kernel.format.rhs_cols) * padded_depth *
+           PackedSize(kernel.format.rhs_type);
+  }
+
+  WorkerScratch ForWorker(int worker) const {
+    char* p = scratch + layout.Shared() + layout.PerWorker() * worker;
+    WorkerScratch worker_scratch;
+    worker_scratch.packed_lhs = p;
+    p += layout.packed_lhs_bytes;
+    worker_scratch.row_sums = reinterpret_cast<std::int32_t*>(p);
+    p += layout.row_sums_bytes;
+    worker_scratch.row_parts = reinterpret_cast<std::int32_t*>(p);
+    p += layout.row_parts_bytes;
+    worker_scratch.col_parts = reinterpret_cast<std::int32_t*>(p);
+    p += layout.col_parts_bytes;
+    worker_scratch.acc = reinterpret_cast<std::int32_t*>(p);
+    p += layout.acc_bytes;
+    worker_scratch.rhs_block = p;
+    return worker_scratch;
+  }
+
+  // Worker `part` of `workers` packs its share of the chunk's rhs panels, whole depth.
+  void PackRhsPart(int part) const {
+    const int width = kernel.format.rhs_cols;
+    const int panels = (chunk_cols + width - 1) / width;
+    const int first = PartStart(panels, workers, part);
+    const int last = PartStart(panels, workers, part + 1);
+    if (first == last) return;
+    const int col = first * width;
+    PackRhsColumns(col, std::min(last * width, chunk_cols) - col,
+                   shared.packed_rhs + first * RhsPanelBytes());
+  }
+
+  // Packs the chunk's columns [col, col + cols), whole depth, into `packed`, and their sums
+  // into col_sums (pack functions add to the sums they are given).
+  void PackRhsColumns(int col, int cols, char* packed) const {
+    std::memset(shared.col_sums + col, 0, sizeof(std::int32_t) * cols);
+    kernel.pack_rhs(rhs_transposed, chunk_start + col, cols, 0, lhs.cols, packed,
+                    shared.col_sums + col);
+  }
+
+  // The result columns [col_start, col_start + cols) of the chunk for the rows packed in
+  // `scratch`, in accumulator blocks of blocking.cols (streamed_cols) columns.
+  void RunBlocks(const WorkerScratch& scratch, int row_start, int rows, int col_start,
+                 int cols) const {
+    const KernelFormat& format = kernel.format;
+    const int depth = lhs.cols;
+    const int acc_stride = AccumulatorStride(blocking.cols, format);
+    const std::size_t lhs_panel_bytes = LhsPanelBytes();
+    const std::size_t rhs_panel_bytes = RhsPanelBytes();
+    const int block_width = stream_rhs ? blocking.streamed_cols : blocking.cols;
+    for (int block_start = col_start; block_start < col_start + cols; block_start += block_width) {
+      const int block_cols = std::min(block_width, col_start + cols - block_start);
+      const char* packed_rhs =
+          stream_rhs ? scratch.rhs_block
+                     : shared.rhs_panels + (block_start / format.rhs_cols) * rhs_panel_bytes;
+      if (stream_rhs) PackRhsColumns(block_start, block_cols, scratch.rhs_block);
+      if (depth == 0) {
+        std::memset(scratch.acc, 0,
+                    sizeof(std::int32_t) * RoundUp(rows, format.lhs_rows) * acc_stride);
+      }
+      for (int depth_start = 0; depth_start < depth; depth_start += blocking.depth) {
+        const int slice_depth =
+            RoundUp(std::min(blocking.depth, depth - depth_start), format.depth_group);
+        const std::size_t lhs_slice =
+            static_cast<std::size_t>(depth_start) * format.lhs_rows * PackedSize(format.lhs_type);
+        const std::size_t rhs_slice =
+            static_cast<std::size_t>(depth_start) * format.rhs_cols * PackedSize(format.rhs_type);
+        // Panel pointers step along: an integer division per kernel call costs tens of cycles,
+        // which small GEMMs notice.
+        const char* rhs_panel = packed_rhs + rhs_slice;
+        for (int j = 0; j < block_cols; j += format.rhs_cols, rhs_panel += rhs_panel_bytes) {
+          const char* lhs_panel = scratch.packed_lhs + lhs_slice;
+          for (int i = 0; i < rows; i += format.lhs_rows, lhs_panel += lhs_panel_bytes) {
+            kernel.micro_kernel(lhs_panel, rhs_panel, slice_depth,
+                                std::min(format.lhs_rows, rows - i),
+                                scratch.acc + static_cast<std::ptrdiff_t>(i) * acc_stride + j,
+                                acc_stride, depth_start > 0);
+          }
+        }
+      }
+      const int result_col = chunk_start + block_start;
+      const std::int32_t* lhs_offsets = shared.lhs_offsets + row_start;
+      const std::int32_t* rhs_offsets = shared.rhs_offsets + result_col;
+      const std::int32_t* col_sums = shared.rhs_col_sums + block_start;
+      const AccumulatorBlock block =
+          transposed ? AccumulatorBlock{result_col,  row_start, block_cols, rows,
+                                        scratch.acc, 1,         acc_stride}
+                     : AccumulatorBlock{row_start,   result_col, rows, block_cols,
+                                        scratch.acc, acc_stride, 1};
+      if (output_writer != nullptr) {
+        // a[r] * col_sums[c] + row_terms[r] * b[c], with task rows r along the result's columns
+        // when transposed, or with a and b uniform its two parts: the writer adds them as it
+        // loads the block, then the rescale.
+        OffsetTerms terms;
+        if (separable_terms) {
+          ScaleTerms(lhs_offsets[0], col_sums, block_cols, scratch.col_parts);
+          terms = transposed ? OffsetTerms::Separable(scratch.col_parts, scratch.row_parts)
+                             : OffsetTerms::Separable(scratch.row_parts, scratch.col_parts);
+        } else {
+          terms = transposed ? OffsetTerms{col_sums, lhs_offsets, rhs_offsets, scratch.row_sums}
+                             : OffsetTerms{lhs_offsets, col_sums, scratch.row_sums, rhs_offsets};
+        }
+        output_writer(*target.program, block, terms, result_rescale, target.result);
+      } else {
+        AddOffsetTerms(lhs_offsets, scratch.row_sums, rows, rhs_offsets, col_sums, block_cols,
+                       scratch.acc, acc_stride);
+        if (rescale != nullptr) {
+          RescaleBlock(*rescale, row_start, rows, result_col, block_cols, scratch.acc, acc_stride);
+        }
+        target.consumer(target.closure, block);
+      }
+    }
+  }
+
+  // Row panels [first_panel, end_panel) (register tiles) against column part col_part of the
+  // chunk.
+  void RunTask(const WorkerScratch& scratch, int first_panel, int end_panel, int col_part) const {
+    const KernelFormat& format = kernel.format;
+    const int col_panels = (chunk_cols + format.rhs_cols - 1) / format.rhs_cols;
+    const int row_start = first_panel * format.lhs_rows;
+    const int row_end = std::min(lhs.rows, end_panel * format.lhs_rows);
+    const int col_start = PartStart(col_panels, col_tasks, col_part) * format.rhs_cols;
+    const int col_end =
+        std::min(chunk_cols, PartStart(col_panels, col_tasks, col_part + 1) * format.rhs_cols);
+    if (row_start >= row_end || col_start >= col_end) return;
+    const int rows = row_end - row_start;
+    std::memset(scratch.row_sums, 0, sizeof(std::int32_t) * rows);
+    kernel.pack_lhs(lhs, row_start, rows, 0, lhs.cols, scratch.packed_lhs, scratch.row_sums);
+    MakeRowTerms(shared.lhs_offsets + row_start, lhs.cols, rows, scratch.row_sums);
+    if (separable_terms) {
+      ScaleTerms(shared.rhs_offsets[0], scratch.row_sums, rows, scratch.row_parts);
+    }
+    RunBlocks(scratch, row_start, rows, col_start, col_end - col_start);
+  }
+
+  // The next task, or false when there is none left. One worker, or several sharing out column
+  // parts as well, takes the row_tasks x col_tasks equal tasks in turn. Several workers on one
+  // column part take row parts that shrink as the rows run out (guided scheduling): a row_tasks
+  // share at first, then a share of what is left, down to kMinGuidedPanels. Equal parts left a
+  // worker waiting for the other's last part: on two threads at 1024^3 one worker idled for 1 to
+  // 3 ms of each 11 ms GEMM, as the same parts took 3.7 to 5.5 ms on this shared host.
+  bool NextTask(int* first_panel, int* end_panel, int* col_part) {
+    const int row_panels = (lhs.rows + kernel.format.lhs_rows - 1) / kernel.format.lhs_rows;
+    if (workers == 1 || col_tasks > 1) {
+      const int task = next_task++;
+      if (task >= row_tasks * col_tasks) return false;
+      *first_panel = PartStart(row_panels, row_tasks, task / col_tasks);
+      *end_panel = PartStart(row_panels, row_tasks, task / col_tasks + 1);
+      *col_part = task % col_tasks;
+      return true;
+    }
+    constexpr int kMinGuidedPanels = 4;
+    // No larger than the equal parts, which the scratch memory is laid out for.
+    const int largest = (row_panels + row_tasks - 1) / row_tasks;
+    int first = next_task.load(std::memory_order_relaxed);
+    int count = 0;
+    do {
+      if (first >= row_panels) return false;
+      const int remaining = row_panels - first;
+      const int share = (remaining + 2 * workers - 1) / (2 * workers);
+      count = std::min({largest, remaining, std::max(kMinGuidedPanels, share)});
+    } while (!next_task.compare_exchange_weak(first, first + count, std::memory_order_relaxed));
+    *first_panel = first;
+    *end_panel = first + count;
+    *col_part = 0;
+    return true;
+  }
+
+  // Tasks go to whichever worker asks first: a worker slowed by another process on the
+  // machine takes fewer of them, and each worker still has scratch slot `worker` to itself.
+  void RunWorker(int worker) {
+    const WorkerScratch worker_scratch = ForWorker(worker);
+    int first_panel = 0, end_panel = 0, col_part = 0;
+    while (NextTask(&first_panel, &end_panel, &col_part)) {
+      RunTask(worker_scratch, first_panel, end_panel, col_part);
+    }
+  }
+
+  // Runs (task->*kPart)(part) on a pool thread.
+  template <auto kPart>
+  static void Thunk(void* task, std::size_t part) {
+    auto* self = static_cast<GemmTask*>(task);
+    self->handed_out.load(std::memory_order_acquire);
+    const WorkerOfContext worker(*self->context_state);
+    (self->*kPart)(static_cast<int>(part));
+    self->handed_back.fetch_add(1, std::memory_order_release);
+  }
+
+  // Runs kPart for parts 0 .. workers - 1 on the pool.
+  template <auto kPart>
+  void Parallelize(pthreadpool_t pool) {
+    handed_out.fetch_add(1, std::memory_order_release);
+    pthreadpool_parallelize_1d(pool, &Thunk<kPart>, this, workers, 0);
+    handed_back.load(std::memory_order_acquire);
+  }
+};
+
+// A vector stored with unit steps is the same memory in either order. Seen along its length, a
+// writer stores whole vectors of results instead of one entry per line.
+MatrixView AlongItsLength(const MatrixView& result) {
+  MatrixView view = result;
+  if (result.stride == 1 && result.order == Order::kColMajor && result.rows == 1) {
+    view.order = Order::kRowMajor;
+    view.stride = result.cols;
+  } else if (result.stride == 1 && result.order == Order::kRowMajor && result.cols == 1) {
+    view.order = Order::kColMajor;
+    view.stride = result.rows;
+  }
+  return view;
+}
+
+}  // namespace
+
+void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& result_rhs,
+             const PackedOperand* packed_rhs, const Offsets& result_lhs_offset,
+             const Offsets& result_rhs_offset, const ResultTarget& caller_target,
+             const NarrowOperands* narrow) {
+  ResultTarget target = caller_target;
+  target.result = AlongItsLength(caller_target.result);
+  // Narrow operands choose narrow kernels (MatrixView::bits).
+  MatrixView narrow_lhs = result_lhs, narrow_rhs = result_rhs;
+  if (narrow != nullptr) {
+    narrow_lhs.bits = narrow->lhs_bits;
+    narrow_rhs.bits = narrow->rhs_bits;
+  }
+  // A short lhs stays on the left even for a column-major result: its few rows would fill
+  // register tiles badly as rhs columns, and its few result columns are cheap to store. A
+  // prepacked rhs is packed for the right-hand side and stays there.
+  const bool transposed = packed_rhs == nullptr && target.result.order == Order::kColMajor &&
+                          result_lhs.rows >= result_rhs.cols;
+  const MatrixView lhs = transposed ? Transposed(narrow_rhs) : narrow_lhs;
+  const MatrixView rhs = transposed ? Transposed(narrow_lhs) : narrow_rhs;
+  const Offsets& lhs_offset = transposed ? result_rhs_offset : result_lhs_offset;
+  const Offsets& rhs_offset = transposed ? result_lhs_offset : result_rhs_offset;
+  ContextState& state = context.state();
+  const Kernel resolved_kernel = context.ResolvedKernel();
+  const KernelImplementation& kernel =
+      packed_rhs != nullptr
+          ? GetPrepackedRhsKernelImplementation(resolved_kernel, lhs.bits, rhs.bits, lhs.rows)
+          : GetKernelImplementation(resolved_kernel, lhs.bits, rhs.bits);
+  const OutputWriter output_writer =
+      target.program != nullptr ? OutputWriterFor(resolved_kernel) : nullptr;
+  const KernelFormat& format = kernel.format;
+  const int rows = lhs.rows, cols = rhs.cols, depth = lhs.cols;
+  const Blocking blocking = ComputeBlocking(format, state.caches, rows, cols, depth);
+  const int padded_depth = RoundUp(depth, format.depth_group);
+  const int row_panels = (rows + format.lhs_rows - 1) / format.lhs_rows;
+  // A thread's share must outweigh handing it over (and, on a busy machine, waiting for a core):
+  // at least 16 multiply-adds per byte of L1, about 4 microseconds of the AVX2 kernel's work on a
+  // 32 KiB L1, 1 of the AVX-512 VNNI kernel's on a 48 KiB one; above that, ThreadChoice runs the
+  // GEMM on one thread where its shape ran faster so. Threads beyond the cores the process may
+  // run on would only take turns with the others, each turn a scheduler time slice.
+  const std::int64_t work = static_cast<std::int64_t>(rows) * cols * std::max(depth, 1);
+  int threads = static_cast<int>(std::max<std::int64_t>(
+      1, std::min<std::int64_t>({static_cast<std::int64_t>(state.max_num_threads), state.cores,
+                                 work / (16 * state.caches.l1_bytes)})));
+  ThreadChoice::Decision thread_decision;
+  if (threads > 1) {
+    thread_decision = state.thread_choice.Choose(rows, cols, depth);
+    if (!thread_decision.threads) threads = 1;
+  }
+  // Created before the clock starts: the first GEMM on threads pays for creating them, which is
+  // no measure of how fast threads run its shape.
+  pthreadpool_t pool = threads > 1 ? state.ThreadPool(threads) : nullptr;
+  const auto start = thread_decision.shape_class >= 0 ? std::chrono::steady_clock::now()
+                                                      : std::chrono::steady_clock::time_point();
+  // Row parts no larger than blocking.rows, as many as a multiple of the thread count where
+  // there are enough register tiles, so that every thread gets an equal share; with guided
+  // parts (GemmTask::NextTask), the size of the first, largest ones.
+  int row_tasks = (row_panels * format.lhs_rows + blocking.rows - 1) / blocking.rows;
+  row_tasks = std::min(row_panels, (row_tasks + threads - 1) / threads * threads);
+  // With a single row part, no two tasks share rhs columns: each packs its own, in cache.
+  const bool stream_rhs = row_tasks == 1 && packed_rhs == nullptr;
+  const ScratchLayout layout(format, blocking, rows, cols, padded_depth, stream_rhs,
+                             packed_rhs != nullptr);
+  char* scratch = static_cast<char*>(state.Scratch(layout.Total(threads)));
+  SharedScratch shared;
+  shared.packed_rhs = scratch;
+  shared.col_sums = reinterpret_cast<std::int32_t*>(scratch + layout.packed_rhs_bytes);
+  shared.lhs_offsets = shared.col_sums + layout.col_sums_bytes / sizeof(std::int32_t);
+  shared.rhs_offsets = shared.lhs_offsets + layout.lhs_offsets_bytes / sizeof(std::int32_t);
+  shared.rhs_panels = shared.packed_rhs;
+  shared.rhs_col_sums = shared.col_sums;
+  EffectiveOffsets(lhs_offset, PackedValueShift(format.lhs_type, lhs), rows, shared.lhs_offsets);
+  EffectiveOffsets(rhs_offset, PackedValueShift(format.rhs_type, rhs), cols, shared.rhs_offsets);
+  const bool separable_terms =
+      output_writer != nullptr && !lhs_offset.is_per_channel() && !rhs_offset.is_per_channel();
+  GemmTask task{kernel,        lhs,        Transposed(rhs), blocking, padded_depth,
+                stream_rhs,    layout,     scratch,         shared,   target,
+                output_writer, transposed, separable_terms, 1};
+  Rescale task_rescale;
+  if (narrow != nullptr && narrow->rescale != nullptr) {
+    task_rescale = *narrow->rescale;
+    if (transposed) std::swap(task_rescale.lhs, task_rescale.rhs);
+    task.rescale = &task_rescale;
+    task.result_rescale = narrow->rescale;
+  }
+  task.context_state = &state;
+  for (int chunk_start = 0; chunk_start < cols; chunk_start += blocking.rhs_cols) {
+    task.chunk_start = chunk_start;
+    task.chunk_cols = std::min(blocking.rhs_cols, cols - chunk_start);
+    if (packed_rhs != nullptr) {
+      task.shared.rhs_panels =
+          packed_rhs->data.get() + (chunk_start / format.rhs_cols) * task.RhsPanelBytes();
+      task.shared.rhs_col_sums = packed_rhs->col_sums.get() + chunk_start;
+    }
+    const bool pack_rhs = !stream_rhs && packed_rhs == nullptr;
+    const int col_panels = (task.chunk_cols + format.rhs_cols - 1) / format.rhs_cols;
+    task.row_tasks = row_tasks;
+    // Too few row parts for the threads (a short lhs): split the columns as well.
+    task.col_tasks = std::min(col_panels, (threads + row_tasks - 1) / row_tasks);
+    task.workers = std::min(threads, row_tasks * task.col_tasks);
+    task.next_task = 0;
+    if (pool == nullptr || task.workers == 1) {
+      task.workers = 1;
+      if (pack_rhs) task.PackRhsPart(0);
+      task.RunWorker(0);
+    } else {
+      if (pack_rhs) task.Parallelize<&GemmTask::PackRhsPart>(pool);
+      task.Parallelize<&GemmTask::RunWorker>(pool);
+    }
+  }
+  if (thread_decision.shape_class >= 0) {
+    state.thread_choice.Record(thread_decision,
+                               std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now() - start)
+                                   .count(),
+                               static_cast<double>(work));
+  }
+}
+
+}  // namespace internal
+}  // namespace lowbit

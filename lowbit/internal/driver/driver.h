@@ -1,0 +1,195 @@
+// The boundary between the header templates (output pipelines, instantiated in the caller's
+// code) and the compiled library (packing, kernels and offsets, built once per ISA): type-erased
+// matrix views in, blocks of final int32 accumulators out.
+#ifndef LOWBIT_INTERNAL_DRIVER_DRIVER_H_
+#define LOWBIT_INTERNAL_DRIVER_DRIVER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <type_traits>
+
+#include "lowbit/internal/output/output_program.h"
+#include "lowbit/public/context.h"
+#include "lowbit/public/map.h"
+
+namespace lowbit {
+namespace internal {
+
+// Holds `context` for the GEMM that constructs it, until it is destroyed. Several threads may
+// share a context: their GEMMs take turns, each with the context's scratch memory and thread
+// pool to itself. Throws lowbit::Error if this thread is already running a GEMM on the context
+// (an output stage calling back into it), which could otherwise never proceed.
+class ContextUse {
+ public:
+  explicit ContextUse(Context& context);
+  ~ContextUse();
+  ContextUse(const ContextUse&) = delete;
+  ContextUse& operator=(const ContextUse&) = delete;
+
+ private:
+  ContextState& state_;
+  const ContextState* outer_;
+};
+
+enum class ElementType { kUint8, kInt8, kInt16, kInt32 };
+
+template <typename Scalar>
+constexpr ElementType ElementTypeOf();
+template <>
+constexpr ElementType ElementTypeOf<std::uint8_t>() {
+  return ElementType::kUint8;
+}
+template <>
+constexpr ElementType ElementTypeOf<std::int8_t>() {
+  return ElementType::kInt8;
+}
+template <>
+constexpr ElementType ElementTypeOf<std::int16_t>() {
+  return ElementType::kInt16;
+}
+template <>
+constexpr ElementType ElementTypeOf<std::int32_t>() {
+  return ElementType::kInt32;
+}
+
+int ElementSize(ElementType type);
+
+// The bytes from the first element of a rows x cols matrix to one past its last (0 if empty).
+std::size_t StoredBytes(int rows, int cols, Order order, int stride, std::size_t element_size);
+
+struct MatrixView {
+  const void* data;
+  ElementType type;
+  int rows;
+  int cols;
+  Order order;
+  int stride;
+  // Every value fits this many bits (uint8 in [0, 2^bits - 1], int8 in [-2^(bits-1),
+  // 2^(bits-1) - 1]): requantized or declared narrow operands, for which narrow kernels exist.
+  int bits = 8;
+};
+
+template <typename Scalar>
+MatrixView ViewOf(const MatrixMap<Scalar>& map) {
+  return {map.data(),  ElementTypeOf<std::remove_const_t<Scalar>>(),
+          map.rows(),  map.cols(),
+          map.order(), map.stride()};
+}
+
+// The same matrix seen transposed: packing reads rhs columns along the depth as the rows of
+// the rhs's transpose.
+inline MatrixView Transposed(const MatrixView& view) {
+  MatrixView transposed = view;
+  transposed.rows = view.cols;
+  transposed.cols = view.rows;
+  transposed.order = view.order == Order::kRowMajor ? Order::kColMajor : Order::kRowMajor;
+  return transposed;
+}
+
+// rows x cols final accumulators (offsets applied) for the result entries starting at
+// (row_start, col_start). Entry (r, c) is data[r * row_stride + c * col_stride]; one of the
+// strides is 1, along the result's storage order wherever the driver could arrange it.
+struct AccumulatorBlock {
+  int row_start;
+  int col_start;
+  int rows;
+  int cols;
+  const std::int32_t* data;
+  int row_stride;
+  int col_stride;
+};
+
+// Called once per block, possibly from several threads at once on disjoint blocks.
+using BlockConsumer = void (*)(const void* closure, const AccumulatorBlock& block);
+
+// Where the accumulators go: the output pipeline as a template instance (always), and as a
+// program when every stage has a compiled form, for the kernel's ISA writer if it has one.
+struct ResultTarget {
+  MatrixView result;
+  const OutputProgram* program;
+  BlockConsumer consumer;
+  const void* closure;
+};
+
+// An rhs packed once (lowbit/public/prepacked.h): whole-depth panels of every column in the layout
+// of `kernel`, and each column's sum of packed values.
+struct PackedOperand {
+  Kernel kernel;
+  ElementType type;
+  int depth;
+  int cols;
+  std::shared_ptr<const char> data;
+  std::shared_ptr<const std::int32_t> col_sums;
+};
+
+// The largest number of rows or columns a matrix may have: packing rounds sizes up to whole
+// register tiles and depth groups, and doubles some, in int arithmetic.
+constexpr int kLargestDimension = (1 << 30) - 1;
+
+// Throws lowbit::Error unless `view` is a well-formed matrix (sizes, stride, data), naming it
+// `name`.
+void ValidateMatrix(const char* name, const MatrixView& view);
+
+// Throws lowbit::Error naming `owner`.`field` (or `owner` alone for a null field) if the `bytes`
+// at `data`, an input the GEMM reads, overlap the memory of `result`.
+void CheckNotInResult(const MatrixView& result, std::string_view owner, const char* field,
+                      const void* data, std::size_t bytes);
+
+// The view of a prepacked rhs for the argument checks: its type and shape, no data to read.
+MatrixView ViewOf(const PackedOperand& packed);
+
+// Throws lowbit::Error for the first argument that breaks a rule (sizes, strides, null data,
+// mismatched dimensions, offset vector lengths, int32 overflow depth, result aliasing inputs).
+// With `packed_rhs`, the rhs view is ViewOf(*packed_rhs) and the packing must be for the
+// context's kernel.
+void ValidateGemmArguments(const Context& context, const MatrixView& lhs, const MatrixView& rhs,
+                           const PackedOperand* packed_rhs, const MatrixView& result,
+                           const Offsets& lhs_offset, const Offsets& rhs_offset);
+
+// The largest depth for which no (lhs + lhs_offset) * (rhs + rhs_offset) sum can overflow
+// int32, over the full value range of the operand types and the given offsets.
+std::int64_t LargestSafeDepth(const MatrixView& lhs, const MatrixView& rhs,
+                              const Offsets& lhs_offset, const Offsets& rhs_offset);
+
+// Per-line factors of the rescale of a GEMM on requantized operands
+// (lowbit/internal/driver/bit_depth.cc): a[i] and b[i] for each lhs row or rhs column i, exact
+// integers held in doubles.
+struct RescaleLineTerms {
+  const double* a;
+  const double* b;
+};
+
+// Turns the exact sum acc of a block entry (r, c) into the approximate 8-bit result
+// round((65025 * acc + lhs.a[r] * rhs.a[c] + lhs.b[r] * rhs.b[c]) / divisor), saturated to int32.
+struct Rescale {
+  RescaleLineTerms lhs;
+  RescaleLineTerms rhs;
+  int divisor;
+};
+
+// Operands narrower than 8 bits (lowbit/public/bit_depth.h): every lhs value fits lhs_bits and
+// every rhs value rhs_bits, which lets a kernel for narrow data be chosen. With `rescale`
+// (requantize mode), each finished block is rescaled before the output pipeline.
+struct NarrowOperands {
+  int lhs_bits;
+  int rhs_bits;
+  const Rescale* rescale;
+};
+
+// Computes acc = (lhs + lhs_offset) * (rhs + rhs_offset) block by block, laid out to suit the
+// result's storage order, and hands each block to the target. The arguments must have passed
+// ValidateGemmArguments.
+void RunGemm(Context& context, const MatrixView& lhs, const MatrixView& rhs,
+             const PackedOperand* packed_rhs, const Offsets& lhs_offset, const Offsets& rhs_offset,
+             const ResultTarget& target, const NarrowOperands* narrow = nullptr);
+
+// Packs all of `rhs` (of rhs.bits bits) for `kernel` and an lhs of `lhs_bits` bits. `rhs` must
+// have passed ValidateMatrix.
+PackedOperand PackRhs(Kernel kernel, const MatrixView& rhs, int lhs_bits);
+
+}  // namespace internal
+}  // namespace lowbit
+
+#endif  // LOWBIT_INTERNAL_DRIVER_DRIVER_H_

@@ -1,0 +1,205 @@
+// The kernel-format vocabulary every micro-kernel implements, and the packed-block layout its
+// packing routine produces. One KernelImplementation per ISA file (kernel_<isa>.cc).
+#ifndef LOWBIT_INTERNAL_KERNEL_KERNEL_H_
+#define LOWBIT_INTERNAL_KERNEL_KERNEL_H_
+
+#include <cstdint>
+#include <type_traits>
+
+#include "lowbit/internal/driver/driver.h"
+#include "lowbit/public/context.h"
+
+namespace lowbit {
+namespace internal {
+
+// How a packed operand stores each value of a `bits`-bit source (MatrixView::bits). kInt16
+// stores it as is. kInt8 centres uint8 sources (value - 2^(bits-1)) so that kernels multiply
+// signed bytes; kUint8 centres int8 sources the other way (value + 2^(bits-1)), for the
+// unsigned operand of vpmaddubsw. kNibbles is kUint8 split into two bytes, the value's low 4
+// bits and its high 4 bits (kernel_nibbles_x86.h has the layout), so that vpmaddubsw can multiply
+// an 8-bit value by int8 without saturating. The driver adds the shift back through the offsets.
+enum class PackedType { kInt16, kInt8, kUint8, kNibbles };
+
+inline int PackedSize(PackedType type) {
+  return type == PackedType::kInt16 || type == PackedType::kNibbles ? 2 : 1;
+}
+
+// What packing subtracts from each value of `source`.
+inline int PackedValueShift(PackedType packed, const MatrixView& source) {
+  const int half_range = 1 << (source.bits - 1);
+  const bool unsigned_bytes = packed == PackedType::kUint8 || packed == PackedType::kNibbles;
+  if (packed == PackedType::kInt8 && source.type == ElementType::kUint8) return half_range;
+  if (unsigned_bytes && source.type == ElementType::kInt8) return -half_range;
+  return 0;
+}
+
+// The packed type a C++ element type stores.
+template <typename Packed>
+constexpr PackedType kPackedTypeOf = sizeof(Packed) == 2
+                                         ? PackedType::kInt16
+                                         : (Packed(-1) < Packed(0) ? PackedType::kInt8
+                                                                   : PackedType::kUint8);
+
+// A register tile of lhs_rows x rhs_cols accumulators, consuming depth in groups of
+// depth_group values, from operands packed as lhs_type and rhs_type.
+struct KernelFormat {
+  int lhs_rows;
+  int rhs_cols;
+  int depth_group;
+  PackedType lhs_type;
+  PackedType rhs_type;
+};
+
+// A packed block of `count` rows (lhs rows, or rhs columns) by `depth` holds
+// ceil(count / panel_width) panels, panel_width being lhs_rows or rhs_cols. A panel holds
+// padded_depth = round_up(depth, depth_group) values per row, as consecutive groups: for each
+// group g, for each row i of the panel, the depth_group values (i, g * depth_group + j).
+// Rows past `count` and depth past `depth` are zero, so they add nothing to any product.
+//
+// A pack function reads `source` rows [start, start + count) and columns
+// [depth_start, depth_start + depth) (for the rhs the driver passes the transposed view), writes
+// the packed block, and adds each row's sum of packed values to sums[0 .. count).
+using PackFunction = void (*)(const MatrixView& source, int start, int count, int depth_start,
+                              int depth, void* packed, std::int32_t* sums);
+
+// acc[i * acc_stride + j] (+)= sum over d of lhs_panel(i, d) * rhs_panel(j, d), for rows
+// i < `rows` (1 .. lhs_rows) of the lhs_rows x rhs_cols tile, in wrapping int32 arithmetic.
+// Stores when `accumulate` is false. Rows from `rows` on may be written too: the accumulator
+// block always has room for whole tiles.
+using MicroKernelFunction = void (*)(const void* lhs_panel, const void* rhs_panel, int padded_depth,
+                                     int rows, std::int32_t* acc, int acc_stride, bool accumulate);
+
+struct KernelImplementation {
+  Kernel kernel;
+  KernelFormat format;
+  PackFunction pack_lhs;
+  PackFunction pack_rhs;
+  MicroKernelFunction micro_kernel;
+};
+
+const KernelImplementation& ReferenceKernel();
+#if defined(__x86_64__)
+// Call only when cpuinfo reports SSE4.1 (AVX2): their code uses those instructions.
+const KernelImplementation& Sse41Kernel();
+// The kernels for narrow operands (kernel_narrow_x86.h), or null for bit depths whose pairs
+// of products may not fit int16 (NarrowInt16Steps == 0).
+const KernelImplementation* Sse41NarrowKernel(int lhs_bits, int rhs_bits);
+const KernelImplementation* Avx2NarrowKernel(int lhs_bits, int rhs_bits);
+const KernelImplementation& Avx2Kernel();
+// AVX2 for 8-bit weights prepacked as int8 byte groups (PrepackedRhs): the quad tile of
+// kernel_avx2.cc, for an lhs of several rows, and the nibble tile of kernel_nibbles_x86.h, for
+// matrix-vector products. Both read the same rhs layout.
+const KernelImplementation& Avx2PrepackedKernel();
+const KernelImplementation& Avx2NibbleKernel();
+// Call only when cpuinfo reports AVX-512 F, BW and VNNI and AVX2: kernel_avx512vnni.cc. It serves
+// prepacked weights too, in the same layout.
+const KernelImplementation& Avx512VnniKernel();
+#endif
+#if defined(__aarch64__)
+const KernelImplementation& NeonKernel();
+// Call only when cpuinfo reports the Armv8.2 dot-product instructions: its code uses SDOT.
+const KernelImplementation& NeonDotKernel();
+// The narrow NEON kernel for these bit depths, or null where it would add no more than one
+// product in int16 (NeonNarrowInt16Steps < 2).
+const KernelImplementation* NeonNarrowKernel(int lhs_bits, int rhs_bits);
+#endif
+
+// The implementation for a resolved (non-kAuto) kernel, and operands of these bit depths
+// (MatrixView::bits): the kernel's narrow implementation where it has one and they allow it.
+const KernelImplementation& GetKernelImplementation(Kernel kernel, int lhs_bits = 8,
+                                                    int rhs_bits = 8);
+// The implementation that packs prepacked weights (PrepackedRhs) for `kernel` and multiplies
+// them with an lhs of `lhs_rows` rows (0 to pack them: every implementation this returns for the
+// same kernel and bit depths reads the same rhs layout): the narrow one for bit depths that have
+// one; else the kernel's matrix-vector one, where it has one, for one or two rows; else the same
+// as for an ordinary rhs or one whose rhs layout suits an operand read from memory on every call.
+const KernelImplementation& GetPrepackedRhsKernelImplementation(Kernel kernel, int lhs_bits = 8,
+                                                                int rhs_bits = 8, int lhs_rows = 0);
+
+// Whether an rhs packed for one format can be multiplied by a kernel of the other.
+inline bool SameRhsLayout(const KernelFormat& a, const KernelFormat& b) {
+  return a.rhs_cols == b.rhs_cols && a.depth_group == b.depth_group && a.rhs_type == b.rhs_type;
+}
+
+inline int RoundUp(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+// Calls function(std::integral_constant<int, rows>()) for 1 <= rows <= kMaxRows <= 8: the
+// micro-kernels instantiate one loop per row count of a short last panel.
+template <int kMaxRows, typename Function>
+void ForRowCount(int rows, Function&& function) {
+  static_assert(kMaxRows >= 1 && kMaxRows <= 8, "register tiles have 1 to 8 rows");
+  switch (rows) {
+    case 1:
+      return function(std::integral_constant<int, 1>());
+    case 2:
+      return function(std::integral_constant<int, (kMaxRows < 2 ? kMaxRows : 2)>());
+    case 3:
+      return function(std::integral_constant<int, (kMaxRows < 3 ? kMaxRows : 3)>());
+    case 4:
+      return function(std::integral_constant<int, (kMaxRows < 4 ? kMaxRows : 4)>());
+    case 5:
+      return function(std::integral_constant<int, (kMaxRows < 5 ? kMaxRows : 5)>());
+    case 6:
+      return function(std::integral_constant<int, (kMaxRows < 6 ? kMaxRows : 6)>());
+    case 7:
+      return function(std::integral_constant<int, (kMaxRows < 7 ? kMaxRows : 7)>());
+    default:
+      return function(std::integral_constant<int, kMaxRows>());
+  }
+}
+
+// Narrow kernels (kUint8 lhs, kInt8 rhs, as packed) add pairs of products in int16: a pair is
+// at most (2^lhs_bits - 1) * 2^(rhs_bits - 1) * 2 in magnitude, so `steps` pairs fit int16 while
+// steps * (2^lhs_bits - 1) * 2^rhs_bits <= 32767. The largest power of two that does, up to
+// kMaxNarrowInt16Steps; 0 where a single pair may not fit (8 x 8 bits): no narrow kernel.
+constexpr int kMaxNarrowInt16Steps = 128;
+
+// The largest power of two n <= kMaxNarrowInt16Steps with n * bound <= 32767, or 0 if none.
+constexpr int Int16Steps(int bound) {
+  if (bound > 32767) return 0;
+  int steps = 1;
+  while (steps < kMaxNarrowInt16Steps && 2 * steps * bound <= 32767) steps *= 2;
+  return steps;
+}
+
+// Returns function(std::integral_constant<int, steps>()) for steps a power of two from kMinSteps
+// (1 or 2) to kMaxNarrowInt16Steps: each narrow kernel is instantiated once per step count, and
+// none below the fewest it can take.
+template <int kMinSteps, typename Function>
+auto ForInt16Steps(int steps, Function&& function) {
+  static_assert(kMinSteps == 1 || kMinSteps == 2, "narrow kernels take one or two steps at least");
+  switch (steps) {
+    case 1:
+      return function(std::integral_constant<int, kMinSteps>());
+    case 2:
+      return function(std::integral_constant<int, 2>());
+    case 4:
+      return function(std::integral_constant<int, 4>());
+    case 8:
+      return function(std::integral_constant<int, 8>());
+    case 16:
+      return function(std::integral_constant<int, 16>());
+    case 32:
+      return function(std::integral_constant<int, 32>());
+    case 64:
+      return function(std::integral_constant<int, 64>());
+    default:
+      return function(std::integral_constant<int, kMaxNarrowInt16Steps>());
+  }
+}
+
+constexpr int NarrowInt16Steps(int lhs_bits, int rhs_bits) {
+  return Int16Steps(((1 << lhs_bits) - 1) << rhs_bits);
+}
+
+// The NEON kernels pack both operands centred signed (kInt8), so a product is at most
+// 2^(lhs_bits-1) * 2^(rhs_bits-1) in magnitude, and vmlal_s8 adds single products in int16:
+// NeonNarrowInt16Steps of them fit. 1 for 8 x 8 bits, the plain kernel's one vmull_s8.
+constexpr int NeonNarrowInt16Steps(int lhs_bits, int rhs_bits) {
+  return Int16Steps(1 << (lhs_bits + rhs_bits - 2));
+}
+
+}  // namespace internal
+}  // namespace lowbit
+
+#endif  // LOWBIT_INTERNAL_KERNEL_KERNEL_H_

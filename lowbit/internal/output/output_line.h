@@ -1,0 +1,470 @@
+// What the vectorized output writer (lowbit/internal/output/output_writer.h) computes for one line
+// of results, written once over an ISA: the pipeline's instructions with their parameters resolved
+// for the line, the offset terms and the rescale of requantized operands' sums, a register of lanes
+// at a time. Included only through lowbit/internal/output/output_writer.h by the per-ISA writers.
+#ifndef LOWBIT_INTERNAL_OUTPUT_OUTPUT_LINE_H_
+#define LOWBIT_INTERNAL_OUTPUT_OUTPUT_LINE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "lowbit/fixedpoint/fixedpoint.h"
+#include "lowbit/internal/output/output.h"
+
+namespace lowbit {
+namespace internal {
+namespace output_writer {
+
+// Isa supplies, for its fixedpoint raw type Raw of kLanes int32 lanes:
+//   static Raw Load(const std::int32_t* values);    // kLanes values, unaligned
+//   static Raw LoadBytes(const void* bytes, bool is_signed);  // kLanes uint8 or int8, widened
+//   static void Store(Raw v, int size, void* out);  // kLanes values' low `size` bytes
+//   static Raw Min(Raw a, Raw b);
+//   static Raw Max(Raw a, Raw b);
+//   static void Transpose(Raw (&rows)[kLanes]);     // the kLanes x kLanes square, in place
+//   // The 2 * kLanes lanes of a then b narrowed with saturation to kType (int16, int8, uint8):
+//   template <ElementType kType>
+//   static void StoreSaturated(Raw a, Raw b, void* out);
+//   // Rescale (lowbit/internal/driver/driver.h) per lane i, with kLanes doubles at along_a and
+//   along_b:
+//   // round((65025 * sums + line_a * along_a[i] + line_b * along_b[i]) * reciprocal),
+//   // saturated to int32.
+//   static Raw RescaleLanes(Raw sums, double line_a, double line_b, const double* along_a,
+//                      const double* along_b, double reciprocal);
+// Min and Max are not fixedpoint primitives: only clamping and the split of an exponent into
+// its shifts need them.
+
+template <typename Isa>
+inline __attribute__((always_inline)) typename Isa::Raw LoadPartial(const std::int32_t* values,
+                                                                    int count) {
+  if (count == Isa::kLanes) return Isa::Load(values);
+  std::int32_t buffer[Isa::kLanes] = {};
+  std::memcpy(buffer, values, sizeof(std::int32_t) * count);
+  return Isa::Load(buffer);
+}
+
+// A parameter as one line of results sees it: the same value all along the line (one value, or
+// the line's own channel), broadcast once; or one value per entry (per-channel along the line),
+// loaded at each step.
+template <typename Isa>
+struct LineParameter {
+  typename Isa::Raw broadcast;
+  std::int32_t value;
+  const std::int32_t* along;  // the per-channel values from the line's first entry, or null
+  bool negated;
+
+  // Whether `parameter` takes a different value at each entry of a line; `along_cols`: the line
+  // is a result row (it runs along the columns).
+  static bool VariesAlong(const ChannelParameter& parameter, bool along_cols) {
+    return parameter.per_channel != nullptr && (parameter.axis == ChannelAxis::kRow) != along_cols;
+  }
+
+  static LineParameter For(const ChannelParameter& parameter, int row, int col, bool along_cols) {
+    using Raw = typename Isa::Raw;
+    if (parameter.per_channel == nullptr) {
+      return {fixedpoint::Dup<Raw>(parameter.value), parameter.value, nullptr, false};
+    }
+    const bool per_row = parameter.axis == ChannelAxis::kRow;
+    if (!VariesAlong(parameter, along_cols)) {
+      // Per-channel right shifts are stored negated, as shifts in [0, 31].
+      const std::int32_t stored = parameter.per_channel[per_row ? row : col];
+      const std::int32_t value = parameter.negated ? -stored : stored;
+      return {fixedpoint::Dup<Raw>(value), value, nullptr, false};
+    }
+    return {fixedpoint::Dup<Raw>(0), 0, parameter.per_channel + (per_row ? row : col),
+            parameter.negated};
+  }
+
+  typename Isa::Raw Lanes(int entry, int count) const {
+    if (along == nullptr) return broadcast;
+    const typename Isa::Raw values = LoadPartial<Isa>(along + entry, count);
+    return negated ? fixedpoint::Neg(values) : values;
+  }
+};
+
+// x >> shift in unsigned arithmetic, for shift in [1, 31].
+template <typename Raw>
+inline __attribute__((always_inline)) Raw LogicalShiftRight(Raw x, int shift) {
+  return fixedpoint::BitAnd(fixedpoint::ShiftRight(x, shift),
+                            fixedpoint::Dup<Raw>(static_cast<std::int32_t>(0xffffffffU >> shift)));
+}
+
+// The hash of StochasticRoundingHash on each lane, in wrapping int32 (the bits of uint32).
+template <typename Raw>
+inline __attribute__((always_inline)) Raw HashLanes(Raw x) {
+  using Hash = StochasticRoundingHash;
+  x = fixedpoint::BitXor(x, LogicalShiftRight(x, 16));
+  x = fixedpoint::Mul(x, fixedpoint::Dup<Raw>(static_cast<std::int32_t>(Hash::kFirstMultiplier)));
+  x = fixedpoint::BitXor(x, LogicalShiftRight(x, 15));
+  x = fixedpoint::Mul(x, fixedpoint::Dup<Raw>(static_cast<std::int32_t>(Hash::kSecondMultiplier)));
+  return fixedpoint::BitXor(x, LogicalShiftRight(x, 16));
+}
+
+// 0, 1, ..., kLanes - 1: the lanes' offsets along a line.
+template <typename Isa>
+inline __attribute__((always_inline)) typename Isa::Raw LaneIndices() {
+  alignas(64) static constexpr std::int32_t kIndices[16] = {0, 1, 2,  3,  4,  5,  6,  7,
+                                                            8, 9, 10, 11, 12, 13, 14, 15};
+  static_assert(Isa::kLanes <= 16, "one index per lane");
+  return Isa::Load(kIndices);
+}
+
+// An instruction with its parameters resolved for the current line. Only instructions with a
+// per-channel parameter change from line to line.
+template <typename Isa>
+struct LineInstruction {
+  using Raw = typename Isa::Raw;
+  const OutputInstruction* instruction;
+  bool per_line;
+  LineParameter<Isa> first;
+  LineParameter<Isa> second;
+  Raw offset;
+  Raw limit;
+  // A kScaleByFixedPoint whose parameters are the same all along the line: its left shift and
+  // its rounding, with the constants that takes derived here rather than in every batch (GCC
+  // had redone that at every line: about 20 of 75 instructions a line of the QuantizeDown
+  // pipeline). Unused otherwise.
+  int scale_left_shift = 0;
+  fixedpoint::QuantizeDownScale<Raw> scale{fixedpoint::Dup<Raw>(0), 0, fixedpoint::Dup<Raw>(0)};
+  // A kStochasticShiftRight's line: whether it runs along a result row, the coordinate that
+  // varies along it at its first entry (the column of a row, the row of a column), and the
+  // hash's part from the coordinate that stays (a row's key, or kColStep * column). Its random
+  // bits depend on each entry's row and column, so it is set up for every line.
+  bool along_cols = true;
+  int line_first = 0;
+  Raw line_part = fixedpoint::Dup<Raw>(0);
+  // A kAlignedSum's line: the residual's entry for the line's first entry, the bytes from one
+  // entry to the next along the line, and the line's first row and column (for the alignment's
+  // per-channel parameters, read as each batch needs them: six more LineParameters here made
+  // every writer's instructions, set up per block, twice as large, and small GEMMs 10% slower).
+  const char* residual_line = nullptr;
+  std::ptrdiff_t residual_step = 0;
+  int line_row = 0;
+  int line_col = 0;
+  // When no parameter varies along the line (per-tensor plans, and per-axis ones across it), their
+  // values for the line, in AlignedSumOperands' order.
+  bool aligned_varies = false;
+  std::int32_t aligned_values[6] = {};
+
+  static LineInstruction For(const OutputInstruction& instruction) {
+    LineInstruction line{&instruction,
+                         instruction.first.per_channel != nullptr ||
+                             instruction.second.per_channel != nullptr ||
+                             instruction.opcode == OutputOpcode::kStochasticShiftRight ||
+                             instruction.opcode == OutputOpcode::kAlignedSum,
+                         LineParameter<Isa>::For(instruction.first, 0, 0, true),
+                         LineParameter<Isa>::For(instruction.second, 0, 0, true),
+                         fixedpoint::Dup<Raw>(instruction.offset),
+                         fixedpoint::Dup<Raw>(instruction.limit)};
+    line.PrepareScale();
+    return line;
+  }
+
+  __attribute__((always_inline)) void ForLine(int row, int col, bool line_along_cols) {
+    if (!per_line) return;
+    if (instruction->opcode == OutputOpcode::kStochasticShiftRight) {
+      using Hash = StochasticRoundingHash;
+      along_cols = line_along_cols;
+      line_first = line_along_cols ? col : row;
+      const std::uint32_t seed = static_cast<std::uint32_t>(instruction->offset);
+      line_part = fixedpoint::Dup<Raw>(static_cast<std::int32_t>(
+          line_along_cols ? Hash::RowKey(seed, row)
+                          : Hash::kColStep * static_cast<std::uint32_t>(col)));
+      return;
+    }
+    if (instruction->opcode == OutputOpcode::kAlignedSum) {
+      const AlignedSumOperands& operands = *instruction->aligned_sum;
+      residual_line = static_cast<const char*>(operands.residual) + row * operands.row_step +
+                      col * operands.col_step;
+      residual_step = line_along_cols ? operands.col_step : operands.row_step;
+      along_cols = line_along_cols;
+      line_row = row;
+      line_col = col;
+      const ChannelParameter* parameters[6] = {
+          &operands.lhs_zero_point, &operands.rhs_zero_point,     &operands.lhs_multiplier,
+          &operands.rhs_multiplier, &operands.lhs_low_multiplier, &operands.rhs_low_multiplier};
+      aligned_varies = false;
+      for (int i = 0; i < 6; ++i) {
+        aligned_varies |= LineParameter<Isa>::VariesAlong(*parameters[i], line_along_cols);
+        aligned_values[i] = aligned_varies ? 0 : ValueAt(*parameters[i], row, col);
+      }
+      return;
+    }
+    first = LineParameter<Isa>::For(instruction->first, row, col, line_along_cols);
+    second = LineParameter<Isa>::For(instruction->second, row, col, line_along_cols);
+    PrepareScale();
+  }
+
+  __attribute__((always_inline)) void PrepareScale() {
+    if (instruction->opcode != OutputOpcode::kScaleByFixedPoint || first.along != nullptr ||
+        second.along != nullptr) {
+      return;
+    }
+    const std::int32_t exponent = second.value;
+    scale_left_shift = exponent > 0 ? exponent : 0;
+    scale =
+        fixedpoint::QuantizeDownScale<Raw>(first.broadcast, exponent < 0 ? -exponent : 0, offset);
+  }
+
+  // What the stage's scalar Eval computes (lowbit/internal/output/output_program.h), with the same
+  // fixedpoint functions on the ISA's raw type: on kBatch vectors of lanes, entries from `entry` of
+  // the line, all full but the last, which holds `count` entries. One dispatch per batch.
+  template <int kBatch>
+  void Run(Raw (&v)[kBatch], int entry, int count) const {
+    switch (instruction->opcode) {
+      case OutputOpcode::kAdd:
+        return Apply<OutputOpcode::kAdd>(v, entry, count);
+      case OutputOpcode::kScaleByFixedPoint:
+        return Apply<OutputOpcode::kScaleByFixedPoint>(v, entry, count);
+      case OutputOpcode::kSaturatingShiftLeft:
+        return Apply<OutputOpcode::kSaturatingShiftLeft>(v, entry, count);
+      case OutputOpcode::kRoundingShiftRight:
+        return Apply<OutputOpcode::kRoundingShiftRight>(v, entry, count);
+      case OutputOpcode::kStochasticShiftRight:
+        return Apply<OutputOpcode::kStochasticShiftRight>(v, entry, count);
+      case OutputOpcode::kClamp:
+        return Apply<OutputOpcode::kClamp>(v, entry, count);
+      case OutputOpcode::kTruncateToUint8:
+        return Apply<OutputOpcode::kTruncateToUint8>(v, entry, count);
+      case OutputOpcode::kAlignedSum:
+        return Apply<OutputOpcode::kAlignedSum>(v, entry, count);
+    }
+  }
+
+  // A kAlignedSum parameter's `count` values on the line from `entry`: one value, the line's own
+  // channel, or the channels along the line.
+  __attribute__((always_inline)) Raw AlignedLanes(const ChannelParameter& parameter, int entry,
+                                                  int count) const {
+    if (parameter.per_channel == nullptr) return fixedpoint::Dup<Raw>(parameter.value);
+    const bool per_row = parameter.axis == ChannelAxis::kRow;
+    const std::int32_t* const first = parameter.per_channel + (per_row ? line_row : line_col);
+    if (per_row == along_cols) return fixedpoint::Dup<Raw>(*first);
+    return LoadPartial<Isa>(first + entry, count);
+  }
+
+  // The residual's `count` entries of the line from `entry`, widened to int32 lanes: loaded as
+  // bytes where they are contiguous along the line (through a buffer for a partial vector),
+  // else gathered.
+  __attribute__((always_inline)) Raw ResidualLanes(bool is_signed, int entry, int count) const {
+    const char* const at = residual_line + entry * residual_step;
+    if (residual_step == 1) {
+      if (count == Isa::kLanes) return Isa::LoadBytes(at, is_signed);
+      char bytes[Isa::kLanes] = {};
+      std::memcpy(bytes, at, static_cast<std::size_t>(count));
+      return Isa::LoadBytes(bytes, is_signed);
+    }
+    std::int32_t buffer[Isa::kLanes] = {};
+    for (int i = 0; i < count; ++i) {
+      const char byte = at[i * residual_step];
+      buffer[i] = is_signed ? std::int32_t{static_cast<std::int8_t>(byte)}
+                            : std::int32_t{static_cast<std::uint8_t>(byte)};
+    }
+    return Isa::Load(buffer);
+  }
+
+  // Whether this is a scale whose parameters change along a line (row if `along_cols`).
+  bool ScaleVariesAlong(bool along_cols) const {
+    return instruction->opcode == OutputOpcode::kScaleByFixedPoint &&
+           (LineParameter<Isa>::VariesAlong(instruction->first, along_cols) ||
+            LineParameter<Isa>::VariesAlong(instruction->second, along_cols));
+  }
+
+  // Run for an instruction known to be kOpcode; a kScaleByFixedPoint known to be uniform along
+  // the line when kUniformScale (then the prepared scale is used without a test).
+  template <OutputOpcode kOpcode, bool kUniformScale = false, int kBatch>
+  __attribute__((always_inline)) void Apply(Raw (&v)[kBatch], int entry, int count) const {
+    const auto lanes = [&](const LineParameter<Isa>& parameter, int j) {
+      return parameter.Lanes(entry + j * Isa::kLanes, j + 1 < kBatch ? Isa::kLanes : count);
+    };
+    if constexpr (kOpcode == OutputOpcode::kAdd) {
+      for (int j = 0; j < kBatch; ++j) v[j] = fixedpoint::Add(v[j], lanes(first, j));
+    } else if constexpr (kOpcode == OutputOpcode::kScaleByFixedPoint) {
+      if (kUniformScale || (first.along == nullptr && second.along == nullptr)) {
+        for (int j = 0; j < kBatch; ++j) {
+          v[j] = scale(fixedpoint::ShiftLeft(v[j], scale_left_shift));
+        }
+        return;
+      }
+      if (second.along == nullptr) {
+        // One exponent for the line: shifts by a scalar amount, cheaper than per lane.
+        const std::int32_t exponent = second.value;
+        const int left = exponent > 0 ? exponent : 0, right = exponent < 0 ? -exponent : 0;
+        for (int j = 0; j < kBatch; ++j) {
+          v[j] = fixedpoint::QuantizeDownByFixedPoint(fixedpoint::ShiftLeft(v[j], left),
+                                                      lanes(first, j), right, offset);
+        }
+        return;
+      }
+      for (int j = 0; j < kBatch; ++j) {
+        const Raw exponent = lanes(second, j);
+        const Raw zero = fixedpoint::Dup<Raw>(0);
+        const Raw scaled = fixedpoint::SaturatingRoundingDoublingHighMul(
+            fixedpoint::ShiftLeft(v[j], Isa::Max(exponent, zero)), lanes(first, j));
+        v[j] = fixedpoint::Add(
+            fixedpoint::RoundingDivideByPOT(scaled, Isa::Max(fixedpoint::Neg(exponent), zero)),
+            offset);
+      }
+    } else if constexpr (kOpcode == OutputOpcode::kSaturatingShiftLeft) {
+      for (int j = 0; j < kBatch; ++j) {
+        v[j] = fixedpoint::SaturatingRoundingMultiplyByPOT(v[j], instruction->limit);
+      }
+    } else if constexpr (kOpcode == OutputOpcode::kRoundingShiftRight) {
+      for (int j = 0; j < kBatch; ++j) {
+        v[j] = fixedpoint::RoundingDivideByPOT(v[j], instruction->limit);
+      }
+    } else if constexpr (kOpcode == OutputOpcode::kStochasticShiftRight) {
+      // floor((v + U) / 2^shift) for U = random >> (32 - shift) in [0, 2^shift), without the
+      // 64 bits of the scalar Eval: (v >> shift) plus a carry where v's low bits and U reach
+      // 2^shift, i.e. where (v & mask) > mask - U.
+      using Hash = StochasticRoundingHash;
+      const int shift = instruction->limit;
+      const Raw mask =
+          fixedpoint::Dup<Raw>(static_cast<std::int32_t>((std::uint32_t{1} << shift) - 1));
+      for (int j = 0; j < kBatch; ++j) {
+        const Raw positions = fixedpoint::Add(
+            fixedpoint::Dup<Raw>(line_first + entry + j * Isa::kLanes), LaneIndices<Isa>());
+        Raw random;
+        if (along_cols) {
+          random = HashLanes(fixedpoint::BitXor(
+              line_part, fixedpoint::Mul(positions, fixedpoint::Dup<Raw>(static_cast<std::int32_t>(
+                                                        Hash::kColStep)))));
+        } else {
+          const Raw row_keys = HashLanes(fixedpoint::Add(
+              offset, fixedpoint::Mul(positions, fixedpoint::Dup<Raw>(
+                                                     static_cast<std::int32_t>(Hash::kRowStep)))));
+          random = HashLanes(fixedpoint::BitXor(row_keys, line_part));
+        }
+        const Raw up = LogicalShiftRight(random, 32 - shift);
+        const Raw carry = fixedpoint::MaskIfGreaterThan(fixedpoint::BitAnd(v[j], mask),
+                                                        fixedpoint::Sub(mask, up));
+        v[j] = fixedpoint::Sub(fixedpoint::ShiftRight(v[j], shift), carry);
+      }
+    } else if constexpr (kOpcode == OutputOpcode::kClamp) {
+      for (int j = 0; j < kBatch; ++j) v[j] = Isa::Min(Isa::Max(v[j], offset), limit);
+    } else if constexpr (kOpcode == OutputOpcode::kAlignedSum) {
+      // AlignedSumParameters::Sum on lanes.
+      const AlignedSumOperands& operands = *instruction->aligned_sum;
+      for (int j = 0; j < kBatch; ++j) {
+        const int first_entry = entry + j * Isa::kLanes;
+        const int lane_count = j + 1 < kBatch ? Isa::kLanes : count;
+        const auto parameter = [&](int index, const ChannelParameter& values) {
+          if (!aligned_varies) return fixedpoint::Dup<Raw>(aligned_values[index]);
+          return AlignedLanes(values, first_entry, lane_count);
+        };
+        const Raw residual = ResidualLanes(operands.residual_signed, first_entry, lane_count);
+        const Raw lhs_difference = fixedpoint::Sub(v[j], parameter(0, operands.lhs_zero_point));
+        const Raw rhs_difference = fixedpoint::Sub(residual, parameter(1, operands.rhs_zero_point));
+        Raw sum =
+            fixedpoint::Add(fixedpoint::Mul(lhs_difference, parameter(2, operands.lhs_multiplier)),
+                            fixedpoint::Mul(rhs_difference, parameter(3, operands.rhs_multiplier)));
+        if (operands.split) {
+          using Parameters = AlignedSumParameters;
+          sum = Isa::Min(Isa::Max(sum, fixedpoint::Dup<Raw>(-Parameters::kHighLimit)),
+                         fixedpoint::Dup<Raw>(Parameters::kHighLimit));
+          const Raw low = fixedpoint::Add(
+              fixedpoint::Mul(lhs_difference, parameter(4, operands.lhs_low_multiplier)),
+              fixedpoint::Mul(rhs_difference, parameter(5, operands.rhs_low_multiplier)));
+          sum = fixedpoint::Add(fixedpoint::ShiftLeft(sum, Parameters::kLowBits), low);
+        }
+        v[j] = sum;
+      }
+    } else {
+      static_assert(kOpcode == OutputOpcode::kTruncateToUint8, "every opcode has a case");
+      for (int j = 0; j < kBatch; ++j) {
+        v[j] = fixedpoint::BitAnd(v[j], fixedpoint::Dup<Raw>(0xff));
+      }
+    }
+  }
+};
+
+// The offset terms (lowbit/internal/output/unpack.h) of the current line: the line's own values
+// broadcast, the other side's loaded along the line. Separable terms are first +
+// first_along[entry].
+template <typename Isa>
+struct LineTerms {
+  using Raw = typename Isa::Raw;
+  Raw first;
+  Raw second;
+  const std::int32_t* first_along = nullptr;   // null: no terms owed
+  const std::int32_t* second_along = nullptr;  // null: separable terms
+
+  // `along_cols`: the line is a result row; `line` and `offset` count from the block's first row
+  // and column.
+  __attribute__((always_inline)) static LineTerms For(const OffsetTerms& terms, int line,
+                                                      bool along_cols) {
+    if (terms.row_part != nullptr) {
+      return {fixedpoint::Dup<Raw>((along_cols ? terms.row_part : terms.col_part)[line]),
+              fixedpoint::Dup<Raw>(0), along_cols ? terms.col_part : terms.row_part, nullptr};
+    }
+    if (terms.row_first == nullptr) return {fixedpoint::Dup<Raw>(0), fixedpoint::Dup<Raw>(0)};
+    const std::int32_t* line_first = along_cols ? terms.row_first : terms.col_first;
+    const std::int32_t* line_second = along_cols ? terms.row_second : terms.col_second;
+    return {fixedpoint::Dup<Raw>(line_first[line]), fixedpoint::Dup<Raw>(line_second[line]),
+            along_cols ? terms.col_first : terms.row_first,
+            along_cols ? terms.col_second : terms.row_second};
+  }
+
+  __attribute__((always_inline)) Raw AddTo(Raw v, int entry, int count) const {
+    if (first_along == nullptr) return v;
+    if (second_along == nullptr) return AddSeparableTo(v, entry, count);
+    const Raw products =
+        fixedpoint::Add(fixedpoint::Mul(first, LoadPartial<Isa>(first_along + entry, count)),
+                        fixedpoint::Mul(second, LoadPartial<Isa>(second_along + entry, count)));
+    return fixedpoint::Add(v, products);
+  }
+
+  // AddTo for terms known to be separable.
+  __attribute__((always_inline)) Raw AddSeparableTo(Raw v, int entry, int count) const {
+    return fixedpoint::Add(fixedpoint::Add(v, first), LoadPartial<Isa>(first_along + entry, count));
+  }
+};
+
+// The rescale of requantized operands' sums (lowbit/internal/driver/driver.h) for the current line:
+// the line's own terms as scalars, the other side's loaded along the line. It follows the offset
+// terms and precedes the program. RescaleBlock (lowbit/internal/output/unpack.cc) computes the same
+// for the scalar path: every product and sum is an exact integer in double, the quotient is never a
+// tie, and both round to nearest.
+template <typename Isa>
+struct LineRescale {
+  using Raw = typename Isa::Raw;
+  double line_a = 0;
+  double line_b = 0;
+  const double* along_a = nullptr;  // null: no rescale owed
+  const double* along_b = nullptr;
+  double reciprocal = 0;
+
+  // `along_cols`: the line is result row `row`; else result column `col`. `reciprocal` is
+  // 1 / rescale->divisor, divided out once per block rather than per line.
+  static LineRescale For(const Rescale* rescale, double reciprocal, int row, int col,
+                         bool along_cols) {
+    if (rescale == nullptr) return {};
+    const RescaleLineTerms& line = along_cols ? rescale->lhs : rescale->rhs;
+    const RescaleLineTerms& along = along_cols ? rescale->rhs : rescale->lhs;
+    const int line_index = along_cols ? row : col;
+    const int first = along_cols ? col : row;
+    return {line.a[line_index], line.b[line_index], along.a + first, along.b + first, reciprocal};
+  }
+
+  __attribute__((always_inline)) Raw Apply(Raw sums, int entry, int count) const {
+    return along_a == nullptr ? sums : ApplyOwed(sums, entry, count);
+  }
+
+  // Apply for a rescale known to be owed.
+  __attribute__((always_inline)) Raw ApplyOwed(Raw sums, int entry, int count) const {
+    if (count == Isa::kLanes) {
+      return Isa::RescaleLanes(sums, line_a, line_b, along_a + entry, along_b + entry, reciprocal);
+    }
+    double a[Isa::kLanes] = {}, b[Isa::kLanes] = {};
+    std::memcpy(a, along_a + entry, sizeof(double) * count);
+    std::memcpy(b, along_b + entry, sizeof(double) * count);
+    return Isa::RescaleLanes(sums, line_a, line_b, a, b, reciprocal);
+  }
+};
+
+}  // namespace output_writer
+}  // namespace internal
+}  // namespace lowbit
+
+#endif  // LOWBIT_INTERNAL_OUTPUT_OUTPUT_LINE_H_

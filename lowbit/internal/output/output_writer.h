@@ -1,0 +1,454 @@
+// The vectorized output writer, written once over an ISA: walks a block of raw sums a register
+// of lanes at a time, adds their offset terms, runs the OutputProgram on the fixedpoint back end
+// of that ISA (one line's work: lowbit/internal/output/output_line.h) and stores the lanes narrowed
+// to the result type. Included only by the per-ISA files
+// (lowbit/internal/output/output_{sse41,avx2,avx512,neon}.cc), each compiled for its ISA, so that every function
+// here is instantiated for one ISA's types only.
+#ifndef LOWBIT_INTERNAL_OUTPUT_OUTPUT_WRITER_H_
+#define LOWBIT_INTERNAL_OUTPUT_OUTPUT_WRITER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "lowbit/fixedpoint/fixedpoint.h"
+#include "lowbit/internal/output/output.h"
+#include "lowbit/internal/output/output_line.h"
+
+namespace lowbit {
+namespace internal {
+namespace output_writer {
+
+// Stores `count` lanes as `size`-byte elements. The pipeline's last stage left every lane in
+// the result type's range, so keeping the low bytes is exact.
+template <typename Isa>
+void StorePartial(typename Isa::Raw v, int size, int count, char* out) {
+  if (count == Isa::kLanes) {
+    Isa::Store(v, size, out);
+    return;
+  }
+  std::int32_t buffer[Isa::kLanes];
+  Isa::Store(v, size, buffer);
+  std::memcpy(out, buffer, static_cast<std::size_t>(size) * count);
+}
+
+template <typename Isa>
+class Writer {
+ public:
+  using Raw = typename Isa::Raw;
+
+  Writer(const OutputProgram& program, const AccumulatorBlock& block, const OffsetTerms& terms,
+         const Rescale* rescale, const MatrixView& result)
+      : Writer(program, block, terms, rescale, result.order, result.type,
+               // The view is of the caller's writable result map.
+               static_cast<char*>(const_cast<void*>(result.data)) +
+                   (result.order == Order::kRowMajor
+                        ? static_cast<std::ptrdiff_t>(block.row_start) * result.stride +
+                              block.col_start
+                        : block.row_start +
+                              static_cast<std::ptrdiff_t>(block.col_start) * result.stride) *
+                       ElementSize(result.type),
+               result.stride) {}
+
+  void Write() {
+    const int lines = row_major_ ? block_.rows : block_.cols;
+    const int length = row_major_ ? block_.cols : block_.rows;
+    const std::ptrdiff_t line_step = row_major_ ? block_.row_stride : block_.col_stride;
+    const std::ptrdiff_t entry_step = row_major_ ? block_.col_stride : block_.row_stride;
+    if (entry_step == 1) {
+      (this->*write_lines_)(block_.data, line_step, 0, lines, 0, length);
+      return;
+    }
+    if (line_step == 1 && length < kAcrossLength) {
+      WriteAcross(lines, length);
+      return;
+    }
+    int line = 0;
+    if (line_step == 1) {
+      // The accumulators run across the result's lines: kLanes lines at a time, loaded as
+      // kLanes vectors across them and transposed in registers into a buffer of vectors along
+      // them, chunk by chunk, which then runs through the lines loop like any contiguous lines.
+      const int whole_length = length / Isa::kLanes * Isa::kLanes;
+      alignas(64) std::int32_t buffer[Isa::kLanes][kTransposedChunk];
+      for (; line + Isa::kLanes <= lines; line += Isa::kLanes) {
+        for (int chunk = 0; chunk < whole_length; chunk += kTransposedChunk) {
+          const int chunk_end =
+              whole_length - chunk < kTransposedChunk ? whole_length : chunk + kTransposedChunk;
+          for (int entry = chunk; entry < chunk_end; entry += Isa::kLanes) {
+            Raw vectors[Isa::kLanes];
+            for (int i = 0; i < Isa::kLanes; ++i) {
+              vectors[i] = Isa::Load(block_.data + (entry + i) * entry_step + line);
+            }
+            Isa::Transpose(vectors);
+            for (int i = 0; i < Isa::kLanes; ++i) {
+              Isa::Store(vectors[i], sizeof(std::int32_t), buffer[i] + (entry - chunk));
+            }
+          }
+          (this->*write_lines_)(buffer[0], kTransposedChunk, line, line + Isa::kLanes, chunk,
+                                chunk_end);
+        }
+        for (int i = 0; i < Isa::kLanes && whole_length < length; ++i) {
+          WriteGathered(line + i, whole_length, length, line_step, entry_step);
+        }
+      }
+    }
+    for (; line < lines; ++line) WriteGathered(line, 0, length, line_step, entry_step);
+  }
+
+ private:
+  // Writes the block's results of `type` in `order`, the block's first at `out`, each next
+  // result line `stride` elements further on.
+  Writer(const OutputProgram& program, const AccumulatorBlock& block, const OffsetTerms& terms,
+         const Rescale* rescale, Order order, ElementType type, char* out, int stride)
+      : program_(program),
+        block_(block),
+        terms_(terms),
+        rescale_(rescale),
+        reciprocal_(rescale != nullptr ? 1.0 / rescale->divisor : 0.0),
+        out_(out),
+        stride_(stride),
+        row_major_(order == Order::kRowMajor),
+        size_(ElementSize(type)),
+        count_(program.count) {
+    for (int k = 0; k < count_; ++k) {
+      instructions_[k] = LineInstruction<Isa>::For(program.instructions[k]);
+    }
+    switch (type) {
+      case ElementType::kUint8:
+        write_lines_ = LinesLoopFor<ElementType::kUint8>(program);
+        break;
+      case ElementType::kInt8:
+        write_lines_ = LinesLoopFor<ElementType::kInt8>(program);
+        break;
+      case ElementType::kInt16:
+        write_lines_ = LinesLoopFor<ElementType::kInt16>(program);
+        break;
+      case ElementType::kInt32:
+        write_lines_ = LinesLoopFor<ElementType::kInt32>(program);
+        break;
+    }
+  }
+
+  // Entries per line that the transposed path buffers at a time.
+  static constexpr int kTransposedChunk = 64;
+  // Result lines shorter than this, with accumulators across them, go through WriteAcross: at
+  // four vectors and more, the transposed path's lines loop repays storing and reloading them.
+  static constexpr int kAcrossLength = 4 * Isa::kLanes;
+  // Result lines that WriteAcross writes through its buffer at a time.
+  static constexpr int kAcrossChunk = 128;
+
+  // Short result lines across long lines of accumulators (a small batch's columns when the
+  // accumulator rows are the result's rows, as with prepacked weights): the lines loop runs
+  // along the accumulators, as if the result had the other storage order, into an int32 buffer
+  // (the program leaves every value in the result type's range), which is then transposed into
+  // the result. Going along the result's lines instead set up a line per kLanes entries: 1.7 to
+  // 2.0 ns per entry of 8-entry lines in a microbenchmark, against 0.55 to 0.9 for this.
+  void WriteAcross(int lines, int length) {
+    alignas(64) std::int32_t buffer[kAcrossChunk * kAcrossLength];
+    const std::ptrdiff_t line_step = row_major_ ? block_.row_stride : block_.col_stride;
+    for (int first = 0; first < lines; first += kAcrossChunk) {
+      const int count = lines - first < kAcrossChunk ? lines - first : kAcrossChunk;
+      AccumulatorBlock part = block_;
+      part.data += first * line_step;
+      (row_major_ ? part.row_start : part.col_start) += first;
+      (row_major_ ? part.rows : part.cols) = count;
+      const OffsetTerms part_terms = terms_.From(row_major_ ? first : 0, row_major_ ? 0 : first);
+      Writer(program_, part, part_terms, rescale_, row_major_ ? Order::kColMajor : Order::kRowMajor,
+             ElementType::kInt32, reinterpret_cast<char*>(buffer), count)
+          .Write();
+      if (size_ == 1) {
+        CopyTransposed<1>(buffer, length, count, first);
+      } else if (size_ == 2) {
+        CopyTransposed<2>(buffer, length, count, first);
+      } else {
+        CopyTransposed<4>(buffer, length, count, first);
+      }
+    }
+  }
+
+  // Result lines [first, first + count) from `buffer`, which holds them across: entry e of line
+  // first + l at buffer[e * count + l]. Squares of kLanes lines and entries are transposed in
+  // registers, the rest is copied one by one.
+  template <int kSize>
+  void CopyTransposed(const std::int32_t* buffer, int length, int count, int first) const {
+    const std::ptrdiff_t line_bytes = static_cast<std::ptrdiff_t>(stride_) * kSize;
+    char* const out = out_ + first * line_bytes;
+    const int whole_length = length / Isa::kLanes * Isa::kLanes;
+    const int whole_count = count / Isa::kLanes * Isa::kLanes;
+    for (int line = 0; line < whole_count; line += Isa::kLanes) {
+      for (int entry = 0; entry < whole_length; entry += Isa::kLanes) {
+        Raw vectors[Isa::kLanes];
+        for (int i = 0; i < Isa::kLanes; ++i) {
+          vectors[i] = Isa::Load(buffer + (entry + i) * count + line);
+        }
+        Isa::Transpose(vectors);
+        for (int i = 0; i < Isa::kLanes; ++i) {
+          Isa::Store(vectors[i], kSize, out + (line + i) * line_bytes + entry * kSize);
+        }
+      }
+    }
+    using Element = std::conditional_t<kSize == 1, std::uint8_t,
+                                       std::conditional_t<kSize == 2, std::int16_t, std::int32_t>>;
+    for (int entry = 0; entry < length; ++entry) {
+      for (int line = entry < whole_length ? whole_count : 0; line < count; ++line) {
+        // In the result type's range: keeping the low bytes is exact.
+        const auto value = static_cast<Element>(buffer[entry * count + line]);
+        std::memcpy(out + line * line_bytes + entry * kSize, &value, kSize);
+      }
+    }
+  }
+
+  // Entries [first, end) of line `line`, gathered entry_step apart into a buffer a chunk at a
+  // time, which the lines loop then writes like a contiguous line.
+  void WriteGathered(int line, int first, int end, std::ptrdiff_t line_step,
+                     std::ptrdiff_t entry_step) {
+    const std::int32_t* acc = block_.data + line * line_step;
+    std::int32_t gathered[kTransposedChunk];
+    for (int chunk = first; chunk < end; chunk += kTransposedChunk) {
+      const int chunk_end = end - chunk < kTransposedChunk ? end : chunk + kTransposedChunk;
+      for (int entry = chunk; entry < chunk_end; ++entry) {
+        gathered[entry - chunk] = acc[entry * entry_step];
+      }
+      (this->*write_lines_)(gathered, 0, line, line + 1, chunk, chunk_end);
+    }
+  }
+
+  // Writes entries [first, end) of lines [first_line, end_line) from contiguous sums: line
+  // first_line's entry `first` at `sums`, each next line's line_step further on. A block goes
+  // through one call: what is the same for all its lines is set up once.
+  using LinesLoop = void (Writer::*)(const std::int32_t* sums, std::ptrdiff_t line_step,
+                                     int first_line, int end_line, int first, int end);
+
+  template <ElementType kType>
+  static constexpr int kSizeOf = kType == ElementType::kInt32   ? 4
+                                 : kType == ElementType::kInt16 ? 2
+                                                                : 1;
+  // The range of a narrow result type.
+  template <ElementType kType>
+  static constexpr std::int32_t kTypeMin = kType == ElementType::kUint8  ? 0
+                                           : kType == ElementType::kInt8 ? -128
+                                                                         : -32768;
+  template <ElementType kType>
+  static constexpr std::int32_t kTypeMax = kType == ElementType::kUint8  ? 255
+                                           : kType == ElementType::kInt8 ? 127
+                                                                         : 32767;
+
+  // The common pipelines have their own lines loop, with the program's stages inlined in order
+  // and their parameters hoisted out of it. Through the generic loop, which dispatches each
+  // instruction of each batch, a QuantizeDown and uint8 cast with offset terms took 0.74 ns per
+  // entry in a microbenchmark here; through its own loop, 0.58; with lines set up in the loop and
+  // the saturating store, 0.44 on long lines.
+  template <ElementType kType, OutputOpcode... kOpcodes>
+  struct Shape {
+    // Selects this shape's loop for `program` if it has these opcodes, in this order, and, for
+    // narrow results, if a last clamp is the saturating cast to their type (WriteLines leaves it
+    // to the saturating store).
+    static bool Select(const OutputProgram& program, LinesLoop* loop) {
+      const OutputOpcode opcodes[] = {kOpcodes...};
+      if (program.count != static_cast<int>(sizeof...(kOpcodes))) return false;
+      for (int k = 0; k < program.count; ++k) {
+        if (program.instructions[k].opcode != opcodes[k]) return false;
+      }
+      const OutputInstruction& last = program.instructions[program.count - 1];
+      if (kType != ElementType::kInt32 && last.opcode == OutputOpcode::kClamp &&
+          (last.offset != kTypeMin<kType> || last.limit != kTypeMax<kType>)) {
+        return false;
+      }
+      *loop = &Writer::WriteShapeLines<kType, kOpcodes...>;
+      return true;
+    }
+  };
+
+  template <ElementType kType>
+  static LinesLoop LinesLoopFor(const OutputProgram& program) {
+    using Op = OutputOpcode;
+    LinesLoop loop = &Writer::WriteLines<kType, false, Owed::kAny>;
+    // Bias; QuantizeDown (after a bias, before a clamp) and a cast; ShiftByPOT and a cast; the
+    // training layer's stochastic ShiftByPOT (after a bias) with a clamp to its bit width and a
+    // cast.
+    (void)(Shape<kType, Op::kAdd>::Select(program, &loop) ||
+           Shape<kType, Op::kScaleByFixedPoint, Op::kClamp>::Select(program, &loop) ||
+           Shape<kType, Op::kAdd, Op::kScaleByFixedPoint, Op::kClamp>::Select(program, &loop) ||
+           Shape<kType, Op::kScaleByFixedPoint, Op::kClamp, Op::kClamp>::Select(program, &loop) ||
+           Shape<kType, Op::kAdd, Op::kScaleByFixedPoint, Op::kClamp, Op::kClamp>::Select(program,
+                                                                                          &loop) ||
+           Shape<kType, Op::kRoundingShiftRight, Op::kClamp>::Select(program, &loop) ||
+           Shape<kType, Op::kAdd, Op::kRoundingShiftRight, Op::kClamp>::Select(program, &loop) ||
+           Shape<kType, Op::kStochasticShiftRight, Op::kClamp, Op::kClamp>::Select(program,
+                                                                                   &loop) ||
+           Shape<kType, Op::kAdd, Op::kStochasticShiftRight, Op::kClamp, Op::kClamp>::Select(
+               program, &loop));
+    // A layer's requantization (after an optional bias) followed by the quantized add's stage
+    // and the cast: a residual block's output, in 8 bits only.
+    if constexpr (kType == ElementType::kUint8 || kType == ElementType::kInt8) {
+      (void)(Shape<kType, Op::kScaleByFixedPoint, Op::kClamp, Op::kAlignedSum,
+                   Op::kScaleByFixedPoint, Op::kClamp, Op::kClamp>::Select(program, &loop) ||
+             Shape<kType, Op::kAdd, Op::kScaleByFixedPoint, Op::kClamp, Op::kAlignedSum,
+                   Op::kScaleByFixedPoint, Op::kClamp, Op::kClamp>::Select(program, &loop));
+    }
+    return loop;
+  }
+
+  // A shape's loop for lines whose scale parameters are the same all along each of them; lines
+  // whose scale varies along them (per-channel across a row-major result's columns) take the
+  // generic loop.
+  template <ElementType kType, OutputOpcode... kOpcodes>
+  void WriteShapeLines(const std::int32_t* sums, std::ptrdiff_t line_step, int first_line,
+                       int end_line, int first, int end) {
+    for (int k = 0; k < count_; ++k) {
+      if (instructions_[k].ScaleVariesAlong(row_major_)) {
+        return WriteLines<kType, false, Owed::kAny>(sums, line_step, first_line, end_line, first,
+                                                    end);
+      }
+    }
+    // Separable terms (uniform offsets, the common case), with or without the rescale of
+    // requantized operands: loops without the product terms and the tests for what is owed,
+    // whose code and registers GCC otherwise keeps in them behind run-time tests. With the
+    // rescale, 101 -> 81 instructions per 16 results of L7R5's pipeline.
+    if (terms_.row_part != nullptr) {
+      if (rescale_ == nullptr) {
+        return WriteLines<kType, true, Owed::kSeparableTerms, kOpcodes...>(
+            sums, line_step, first_line, end_line, first, end);
+      }
+      return WriteLines<kType, true, Owed::kSeparableTermsAndRescale, kOpcodes...>(
+          sums, line_step, first_line, end_line, first, end);
+    }
+    WriteLines<kType, true, Owed::kAny, kOpcodes...>(sums, line_step, first_line, end_line, first,
+                                                     end);
+  }
+
+  // What the lines loop knows of what the sums are owed before the program: anything the
+  // block's OffsetTerms and rescale say, or separable terms, with or without a rescale.
+  enum class Owed { kAny, kSeparableTerms, kSeparableTermsAndRescale };
+
+  // A LinesLoop for kType results: the program's instructions are kOpcodes when kKnown, else
+  // dispatched one by one; the sums are owed what kOwed says. Each line runs batches of vectors,
+  // whose programs run side by side (one vector's program is a single chain of dependent
+  // operations), then the rest one vector at a time. The element size is a constant and each line's
+  // parameters and output pointer are locals: a store through a char pointer could alias any
+  // member, so GCC would reload each one after it, and it keeps locals in registers and moves what
+  // depends only on them out of the batch loop.
+  template <ElementType kType, bool kKnown, Owed kOwed, OutputOpcode... kOpcodes>
+  void WriteLines(const std::int32_t* sums, std::ptrdiff_t line_step, int first_line, int end_line,
+                  int first, int end) {
+    constexpr int kSize = kSizeOf<kType>;
+    // Dispatching instruction by instruction costs the same for any batch: four vectors share
+    // it. Inlined, two vectors at a time keep everything in registers and interleave enough.
+    constexpr int kBatch = kKnown ? 2 : 4;
+    constexpr int kKnownCount = sizeof...(kOpcodes);
+    constexpr OutputOpcode kOpcodeList[] = {kOpcodes..., OutputOpcode::kAdd};
+    // A known last clamp of narrow results is the saturating cast to their type: the saturating
+    // narrowing of two vectors at a time does it as it stores them, in fewer instructions than
+    // clamping and narrowing each (Shape::Select checked the clamp's range).
+    constexpr bool kSaturatingStore = kKnown && kType != ElementType::kInt32 &&
+                                      kOpcodeList[kKnownCount - 1] == OutputOpcode::kClamp;
+    const int count = count_;
+    LineInstruction<Isa> known[kKnownCount + 1];
+    for (int k = 0; k < kKnownCount; ++k) known[k] = instructions_[k];
+    // All of the program, or all but a last clamp left to the saturating store.
+    const auto run = [&](auto& vectors, int entry, int lanes, bool but_last_clamp) {
+      if constexpr (kKnown) {
+        const int known_count = but_last_clamp && kSaturatingStore ? kKnownCount - 1 : kKnownCount;
+        int k = 0;
+        ((k < known_count ? known[k].template Apply<kOpcodes, true>(vectors, entry, lanes) : void(),
+          ++k),
+         ...);
+      } else {
+        for (int k = 0; k < count; ++k) instructions_[k].Run(vectors, entry, lanes);
+      }
+    };
+    for (int line = first_line; line < end_line; ++line, sums += line_step) {
+      // A local, not a member: reading back a member just stored in pieces stalls store
+      // forwarding. A profile of 16-entry lines put a tenth of the time on the first such load.
+      const Line at = LineAt(line);
+      char* const out = at.out;
+      const LineTerms<Isa>& terms = at.terms;
+      const LineRescale<Isa>& rescale = at.rescale;
+      // The sums with what they are owed before the program.
+      const auto owed = [&](Raw sums, int entry, int lanes) {
+        if constexpr (kOwed == Owed::kSeparableTerms) {
+          return terms.AddSeparableTo(sums, entry, lanes);
+        } else if constexpr (kOwed == Owed::kSeparableTermsAndRescale) {
+          return rescale.ApplyOwed(terms.AddSeparableTo(sums, entry, lanes), entry, lanes);
+        }
+        return rescale.Apply(terms.AddTo(sums, entry, lanes), entry, lanes);
+      };
+      if constexpr (kKnown) {
+        for (int k = 0; k < kKnownCount; ++k) known[k].ForLine(at.row, at.col, row_major_);
+      } else {
+        for (int k = 0; k < count; ++k) instructions_[k].ForLine(at.row, at.col, row_major_);
+      }
+      const std::int32_t* line_sums = sums;
+      int entry = first;
+      for (; entry + kBatch * Isa::kLanes <= end;
+           entry += kBatch * Isa::kLanes, line_sums += kBatch * Isa::kLanes) {
+        Raw vectors[kBatch];
+        for (int j = 0; j < kBatch; ++j) {
+          const int first_entry = entry + j * Isa::kLanes;
+          vectors[j] = owed(Isa::Load(line_sums + j * Isa::kLanes), first_entry, Isa::kLanes);
+        }
+        run(vectors, entry, Isa::kLanes, true);
+        if constexpr (kSaturatingStore) {
+          Isa::template StoreSaturated<kType>(vectors[0], vectors[1], out + entry * kSize);
+        } else {
+          for (int j = 0; j < kBatch; ++j) {
+            Isa::Store(vectors[j], kSize, out + (entry + j * Isa::kLanes) * kSize);
+          }
+        }
+      }
+      for (; entry < end; entry += Isa::kLanes, line_sums += Isa::kLanes) {
+        const int lanes = end - entry < Isa::kLanes ? end - entry : Isa::kLanes;
+        Raw vectors[1] = {owed(LoadPartial<Isa>(line_sums, lanes), entry, lanes)};
+        run(vectors, entry, lanes, false);
+        StorePartial<Isa>(vectors[0], kSize, lanes, out + entry * kSize);
+      }
+    }
+  }
+
+  // What block line `line` needs besides its instructions: the result row and column of its
+  // first entry, where that entry goes, and what its sums are owed.
+  struct Line {
+    int row;
+    int col;
+    char* out;
+    LineTerms<Isa> terms;
+    LineRescale<Isa> rescale;
+  };
+
+  // Inlined into the lines loop, as are ForLine, LineTerms::For and LoadPartial: as calls, with
+  // the reloads and spills around them, they cost about 135 instructions per line, against 200
+  // for the 64 entries of a line of the QuantizeDown pipeline; inlined, about 95.
+  __attribute__((always_inline)) Line LineAt(int line) const {
+    const int row = block_.row_start + (row_major_ ? line : 0);
+    const int col = block_.col_start + (row_major_ ? 0 : line);
+    char* const out = out_ + static_cast<std::ptrdiff_t>(line) * stride_ * size_;
+    return {row, col, out, LineTerms<Isa>::For(terms_, line, row_major_),
+            LineRescale<Isa>::For(rescale_, reciprocal_, row, col, row_major_)};
+  }
+
+  const OutputProgram& program_;
+  const AccumulatorBlock& block_;
+  const OffsetTerms& terms_;
+  const Rescale* rescale_;
+  const double reciprocal_;
+  char* const out_;  // the block's first result
+  const int stride_;
+  const bool row_major_;
+  const int size_;
+  const int count_;
+  LineInstruction<Isa> instructions_[OutputProgram::kMaxInstructions];
+  LinesLoop write_lines_;
+};
+
+template <typename Isa>
+void WriteOutput(const OutputProgram& program, const AccumulatorBlock& block,
+                 const OffsetTerms& terms, const Rescale* rescale, const MatrixView& result) {
+  Writer<Isa>(program, block, terms, rescale, result).Write();
+}
+
+}  // namespace output_writer
+}  // namespace internal
+}  // namespace lowbit
+
+#endif  // LOWBIT_INTERNAL_OUTPUT_OUTPUT_WRITER_H_

@@ -1,0 +1,47 @@
+// The inner loop of the requantization pass, per ISA: one run of consecutive depth values of a
+// line. lowbit/internal/pack/requantize.cc has the baseline (SSE2 / NEON) run and picks the AVX2
+// one when the context runs the AVX2 kernel, so that both are exercised by the kernel sweeps of the
+// tests.
+#ifndef LOWBIT_INTERNAL_PACK_REQUANTIZE_H_
+#define LOWBIT_INTERNAL_PACK_REQUANTIZE_H_
+
+#include <cstdint>
+
+namespace lowbit {
+namespace internal {
+
+// (u * scale + offset) / 255 for u, scale <= 255 and offset <= 254: the numerator n stays below
+// 2^16, where n / 255 = (n * 0x8081) >> 23, a 16-bit high multiply and a shift.
+inline std::uint8_t RequantizeValue(std::uint8_t value, std::uint16_t scale, std::uint8_t offset) {
+  const std::uint32_t n = static_cast<std::uint32_t>(value * scale + offset);
+  return static_cast<std::uint8_t>((n * 0x8081u) >> 23);
+}
+
+// Requantizes source[k] ^ flip with offsets[k] into out[k] for k in [first, count), adding the
+// values to *sum: the scalar tail of every run.
+inline void RequantizeTail(const std::uint8_t* source, const std::uint8_t* offsets, int first,
+                           int count, std::uint16_t scale, std::uint8_t flip, std::uint8_t* out,
+                           std::uint32_t* sum) {
+  for (int k = first; k < count; ++k) {
+    out[k] = RequantizeValue(static_cast<std::uint8_t>(source[k] ^ flip), scale, offsets[k]);
+    *sum += out[k];
+  }
+}
+
+// Requantizes `count` values (see RequantizeTail) and returns their sum. `flip` is 0x80 for
+// int8 sources: v + 128 is the byte v with its top bit flipped.
+using RequantizeRunFunction = std::uint32_t (*)(const std::uint8_t* source,
+                                                const std::uint8_t* offsets, int count,
+                                                std::uint16_t scale, std::uint8_t flip,
+                                                std::uint8_t* out);
+
+#if defined(__x86_64__)
+// Call only when cpuinfo reports AVX2.
+std::uint32_t RequantizeRunAvx2(const std::uint8_t* source, const std::uint8_t* offsets, int count,
+                                std::uint16_t scale, std::uint8_t flip, std::uint8_t* out);
+#endif
+
+}  // namespace internal
+}  // namespace lowbit
+
+#endif  // LOWBIT_INTERNAL_PACK_REQUANTIZE_H_
