@@ -33,9 +33,9 @@ Raw DupLowest() {
   return Dup<Raw>(std::numeric_limits<ScalarRawTypeOf<Raw>>::lowest());
 }
 
-// x * 2^exponent clamped to the scalar range, for exponent in [1, bits). Values beyond
-// +-(2^(bits-1-exponent) - 1) are exactly those whose shifted value leaves the range (or, for the
-// negative boundary, lands on lowest, which clamping reproduces).
+/// x * 2^exponent clamped to the scalar range, for exponent in [1, bits). Values beyond
+/// +-(2^(bits-1-exponent) - 1) are exactly those whose shifted value leaves the range (or, for the
+/// negative boundary, lands on lowest, which clamping reproduces).
 template <typename Raw>
 Raw SaturatingShiftLeft(Raw x, int exponent) {
   using Scalar = ScalarRawTypeOf<Raw>;
@@ -48,8 +48,8 @@ Raw SaturatingShiftLeft(Raw x, int exponent) {
                          SelectUsingMask(negative_overflow, DupLowest<Raw>(), shifted));
 }
 
-// x / 2^exponent rounded to nearest, ties away from zero, from mask = 2^exponent - 1 and
-// shifted = x >> exponent (arithmetic). Masks are -1 where true, so subtracting one adds 1.
+/// x / 2^exponent rounded to nearest, ties away from zero, from mask = 2^exponent - 1 and
+/// shifted = x >> exponent (arithmetic). Masks are -1 where true, so subtracting one adds 1.
 template <typename Raw>
 Raw RoundShiftedAwayFromZero(Raw x, Raw mask, Raw shifted) {
   const Raw remainder = BitAnd(x, mask);
@@ -60,9 +60,9 @@ Raw RoundShiftedAwayFromZero(Raw x, Raw mask, Raw shifted) {
 
 }  // namespace detail
 
-// x / 2^exponent rounded to nearest, ties away from zero (gemmlowp/TFLite semantics).
-// Precondition: 0 <= exponent < bits of the scalar type ([0, 31] for int32, [0, 15] for int16);
-// anything else is asserted in debug builds and undefined otherwise.
+/// x / 2^exponent rounded to nearest, ties away from zero (gemmlowp/TFLite semantics).
+/// Precondition: 0 <= exponent < bits of the scalar type ([0, 31] for int32, [0, 15] for int16);
+/// anything else is asserted in debug builds and undefined otherwise.
 template <typename Raw>
 Raw RoundingDivideByPOT(Raw x, int exponent) {
   using Scalar = ScalarRawTypeOf<Raw>;
@@ -71,12 +71,12 @@ Raw RoundingDivideByPOT(Raw x, int exponent) {
   return detail::RoundShiftedAwayFromZero(x, Dup<Raw>(mask), ShiftRight(x, exponent));
 }
 
-// x -> RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x, multiplier), exponent) + offset,
-// the offset added with wrapping: the fixed-point scale of gemmlowp's QuantizeDown output stages,
-// with its parameters fixed. One operation rather than three so that a back end may round the
-// 64-bit product once instead of twice, for the same bits, and an object so that the constants it
-// derives from the parameters are derived once for many values (fixedpoint_avx2.h).
-// Precondition as for RoundingDivideByPOT.
+/// x -> RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x, multiplier), exponent) + offset,
+/// the offset added with wrapping: the fixed-point scale of gemmlowp's QuantizeDown output stages,
+/// with its parameters fixed. One operation rather than three so that a back end may round the
+/// 64-bit product once instead of twice, for the same bits, and an object so that the constants it
+/// derives from the parameters are derived once for many values (fixedpoint_avx2.h).
+/// Precondition as for RoundingDivideByPOT.
 template <typename Raw>
 class QuantizeDownScale {
  public:
@@ -96,16 +96,16 @@ class QuantizeDownScale {
 
 namespace detail {
 
-// What the x86 back ends' QuantizeDownScale adds to a 64-bit product p before one shift by
-// 31 + e, for e >= 1: 2^30 + 2^(e-1) * 2^31 where p >= 0, and 2^31 less where p < 0
-// (fixedpoint_avx2.h derives it).
+/// What the x86 back ends' QuantizeDownScale adds to a 64-bit product p before one shift by
+/// 31 + e, for e >= 1: 2^30 + 2^(e-1) * 2^31 where p >= 0, and 2^31 less where p < 0
+/// (fixedpoint_avx2.h derives it).
 inline std::int64_t OneRoundingNudge(int exponent) {
   return (std::int64_t{1} << 30) + (std::int64_t{1} << (exponent - 1) << 31);
 }
 
-// The same nudges plus a bias of 2^63, for back ends without a 64-bit arithmetic shift (SSE4.1,
-// AVX2): every sum is then non-negative and below 2^64, and a logical shift divides it, leaving
-// each quotient `excess` = 2^(32-e) too large.
+/// The same nudges plus a bias of 2^63, for back ends without a 64-bit arithmetic shift (SSE4.1,
+/// AVX2): every sum is then non-negative and below 2^64, and a logical shift divides it, leaving
+/// each quotient `excess` = 2^(32-e) too large.
 struct BiasedOneRounding {
   std::int64_t positive_nudge;
   std::int64_t negative_nudge;
@@ -121,13 +121,13 @@ inline BiasedOneRounding BiasedOneRoundingFor(int exponent) {
 
 }  // namespace detail
 
-// The scale above for one value.
+/// The scale above for one value.
 template <typename Raw>
 Raw QuantizeDownByFixedPoint(Raw x, Raw multiplier, int exponent, Raw offset) {
   return QuantizeDownScale<Raw>(multiplier, exponent, offset)(x);
 }
 
-// The same with one exponent per lane, each in [0, bits of the scalar type); SIMD raw types only.
+/// The same with one exponent per lane, each in [0, bits of the scalar type); SIMD raw types only.
 template <typename Raw, detail::EnableIfSimd<Raw> = 0>
 Raw RoundingDivideByPOT(Raw x, Raw exponent) {
   const Raw one = Dup<Raw>(1);
@@ -135,8 +135,8 @@ Raw RoundingDivideByPOT(Raw x, Raw exponent) {
                                           ShiftRight(x, exponent));
 }
 
-// x * 2^Exponent: a left shift clamped to the type's range for Exponent > 0,
-// RoundingDivideByPOT(x, -Exponent) for Exponent < 0. |Exponent| < bits of the scalar type.
+/// x * 2^Exponent: a left shift clamped to the type's range for Exponent > 0,
+/// RoundingDivideByPOT(x, -Exponent) for Exponent < 0. |Exponent| < bits of the scalar type.
 template <int Exponent, typename Raw>
 Raw SaturatingRoundingMultiplyByPOT(Raw x) {
   static_assert(Exponent > -detail::kScalarBits<Raw> && Exponent < detail::kScalarBits<Raw>,
@@ -150,8 +150,8 @@ Raw SaturatingRoundingMultiplyByPOT(Raw x) {
   }
 }
 
-// Runtime-exponent version of the above. Precondition: |exponent| < bits of the scalar type
-// ([-31, 31] for int32, [-15, 15] for int16), asserted in debug builds.
+/// Runtime-exponent version of the above. Precondition: |exponent| < bits of the scalar type
+/// ([-31, 31] for int32, [-15, 15] for int16), asserted in debug builds.
 template <typename Raw>
 Raw SaturatingRoundingMultiplyByPOT(Raw x, int exponent) {
   assert(exponent > -detail::kScalarBits<Raw> && exponent < detail::kScalarBits<Raw>);
@@ -164,8 +164,8 @@ Raw SaturatingRoundingMultiplyByPOT(Raw x, int exponent) {
   return x;
 }
 
-// A real number (per lane) stored as raw * 2^-kFractionalBits, where
-// kFractionalBits = bits - 1 - IntegerBits: the range is [-2^IntegerBits, 2^IntegerBits).
+/// A real number (per lane) stored as raw * 2^-kFractionalBits, where
+/// kFractionalBits = bits - 1 - IntegerBits: the range is [-2^IntegerBits, 2^IntegerBits).
 template <typename Raw, int IntegerBits>
 class FixedPoint {
  public:
@@ -186,8 +186,8 @@ class FixedPoint {
 
   static FixedPoint FromScalarRaw(ScalarRawType x) { return FromRaw(Dup<Raw>(x)); }
 
-  // round(x * 2^kFractionalBits), ties away from zero, clamped to the scalar range.
-  // Precondition: x is not NaN.
+  /// round(x * 2^kFractionalBits), ties away from zero, clamped to the scalar range.
+  /// Precondition: x is not NaN.
   static constexpr ScalarRawType ScalarRawFromDouble(double x) {
     assert(x == x);
     constexpr double kHighest = std::numeric_limits<ScalarRawType>::max();
@@ -210,8 +210,8 @@ class FixedPoint {
 
   static FixedPoint Zero() { return FromScalarRaw(0); }
 
-  // With no integer bits 1.0 is not representable; One() is then the largest value, 1 - 2^-31
-  // (int32) or 1 - 2^-15 (int16).
+  /// With no integer bits 1.0 is not representable; One() is then the largest value, 1 - 2^-31
+  /// (int32) or 1 - 2^-15 (int16).
   static FixedPoint One() {
     if constexpr (IntegerBits == 0) {
       return FromScalarRaw(std::numeric_limits<ScalarRawType>::max());
@@ -220,7 +220,7 @@ class FixedPoint {
     }
   }
 
-  // Exactly 2^Exponent.
+  /// Exactly 2^Exponent.
   template <int Exponent>
   static FixedPoint ConstantPOT() {
     static_assert(Exponent >= -kFractionalBits && Exponent < IntegerBits,
@@ -236,7 +236,7 @@ class FixedPoint {
   Raw raw_{};
 };
 
-// + and - wrap on overflow, like the raw additions they are.
+/// + and - wrap on overflow, like the raw additions they are.
 template <typename Raw, int IntegerBits>
 FixedPoint<Raw, IntegerBits> operator+(FixedPoint<Raw, IntegerBits> a,
                                        FixedPoint<Raw, IntegerBits> b) {
@@ -266,9 +266,9 @@ FixedPoint<Raw, IntegerBits>& operator-=(FixedPoint<Raw, IntegerBits>& a,
   return a = a - b;
 }
 
-// The product of formats with a and b integer bits has a + b integer bits, which makes the raw
-// product exactly SRDHM of the raws: rounded to nearest, never overflowing (except -1 * -1 with
-// a + b == 0, which saturates to One()).
+/// The product of formats with a and b integer bits has a + b integer bits, which makes the raw
+/// product exactly SRDHM of the raws: rounded to nearest, never overflowing (except -1 * -1 with
+/// a + b == 0, which saturates to One()).
 template <typename Raw, int IntegerBitsA, int IntegerBitsB>
 FixedPoint<Raw, IntegerBitsA + IntegerBitsB> operator*(FixedPoint<Raw, IntegerBitsA> a,
                                                        FixedPoint<Raw, IntegerBitsB> b) {
@@ -340,15 +340,15 @@ FixedPoint<Raw, IntegerBits> SaturatingRoundingMultiplyByPOT(FixedPoint<Raw, Int
   return FixedPoint<Raw, IntegerBits>::FromRaw(SaturatingRoundingMultiplyByPOT<Exponent>(a.raw()));
 }
 
-// The same raw bits reinterpreted with Exponent more integer bits: multiplies the value by
-// 2^Exponent exactly, at no cost.
+/// The same raw bits reinterpreted with Exponent more integer bits: multiplies the value by
+/// 2^Exponent exactly, at no cost.
 template <int Exponent, typename Raw, int IntegerBits>
 FixedPoint<Raw, IntegerBits + Exponent> ExactMulByPot(FixedPoint<Raw, IntegerBits> a) {
   return FixedPoint<Raw, IntegerBits + Exponent>::FromRaw(a.raw());
 }
 
-// The same value in another format: exact (or saturated) when gaining fractional bits, rounded
-// to nearest (ties away from zero) when losing them.
+/// The same value in another format: exact (or saturated) when gaining fractional bits, rounded
+/// to nearest (ties away from zero) when losing them.
 template <int NewIntegerBits, typename Raw, int IntegerBits>
 FixedPoint<Raw, NewIntegerBits> Rescale(FixedPoint<Raw, IntegerBits> a) {
   return FixedPoint<Raw, NewIntegerBits>::FromRaw(
@@ -364,8 +364,9 @@ double ToDouble(FixedPoint<Scalar, IntegerBits> x) {
 
 namespace detail {
 
-// 1 - x for x > 0 in a format without integer bits, where 1 itself is not representable:
-// 2^(bits-1) - raw, computed as (max - raw) + 1 so nothing overflows; saturates to One() at x == 0.
+/// 1 - x for x > 0 in a format without integer bits, where 1 itself is not representable:
+/// 2^(bits-1) - raw, computed as (max - raw) + 1 so nothing overflows; saturates to One() at x ==
+/// 0.
 template <typename Raw>
 FixedPoint<Raw, 0> OneMinus(FixedPoint<Raw, 0> x) {
   return FixedPoint<Raw, 0>::FromRaw(SaturatingAdd(Sub(DupMax<Raw>(), x.raw()), Dup<Raw>(1)));
@@ -386,8 +387,8 @@ FixedPoint<Raw, IntegerBits> MinusAbs(FixedPoint<Raw, IntegerBits> a, Raw negati
 
 namespace detail {
 
-// A constant given as an int32 raw value, in a format of any raw width: gemmlowp writes its
-// constants once, for int32, and rounds them (RoundingDivideByPOT) to narrower raws.
+/// A constant given as an int32 raw value, in a format of any raw width: gemmlowp writes its
+/// constants once, for int32, and rounds them (RoundingDivideByPOT) to narrower raws.
 template <typename F>
 F ConstantFromInt32Raw(std::int32_t int32_raw) {
   using Scalar = typename F::ScalarRawType;
@@ -395,8 +396,8 @@ F ConstantFromInt32Raw(std::int32_t int32_raw) {
   return F::FromScalarRaw(static_cast<Scalar>(RoundingDivideByPOT(int32_raw, 32 - kBits)));
 }
 
-// a + b, saturating for 16-bit raws and wrapping for 32-bit ones, as gemmlowp adds exp's
-// constant term.
+/// a + b, saturating for 16-bit raws and wrapping for 32-bit ones, as gemmlowp adds exp's
+/// constant term.
 template <typename Raw, int IntegerBits>
 FixedPoint<Raw, IntegerBits> AddSaturatingIf16Bit(FixedPoint<Raw, IntegerBits> a,
                                                   FixedPoint<Raw, IntegerBits> b) {
@@ -407,8 +408,8 @@ FixedPoint<Raw, IntegerBits> AddSaturatingIf16Bit(FixedPoint<Raw, IntegerBits> a
   }
 }
 
-// 1 / (1 + x) for x in [0, 1], times 2, in a format with 2 integer bits: Newton-Raphson on the
-// half denominator d = (1 + x) / 2 from the start 48/17 - 32/17 d, three steps.
+/// 1 / (1 + x) for x in [0, 1], times 2, in a format with 2 integer bits: Newton-Raphson on the
+/// half denominator d = (1 + x) / 2 from the start 48/17 - 32/17 d, three steps.
 template <typename Raw>
 FixedPoint<Raw, 2> TwoOverOnePlusX(FixedPoint<Raw, 0> x) {
   using F0 = FixedPoint<Raw, 0>;
@@ -424,10 +425,10 @@ FixedPoint<Raw, 2> TwoOverOnePlusX(FixedPoint<Raw, 0> x) {
   return z;
 }
 
-// exp(a) for a <= 0 as both families reduce it: a = r - n with r in [-1/4, 0) and n >= 0 a
-// multiple of 1/4, exp(r) from `exp_on_quarter`, times factor(k) = exp(-2^k) for each set bit
-// 2^k of n, k = -2 .. min(IntegerBits - 1, 4). n (raw, at a's format) is left in *n for the
-// callers' own handling of n >= 32 and of a == 0.
+/// exp(a) for a <= 0 as both families reduce it: a = r - n with r in [-1/4, 0) and n >= 0 a
+/// multiple of 1/4, exp(r) from `exp_on_quarter`, times factor(k) = exp(-2^k) for each set bit
+/// 2^k of n, k = -2 .. min(IntegerBits - 1, 4). n (raw, at a's format) is left in *n for the
+/// callers' own handling of n >= 32 and of a == 0.
 template <typename Raw, int IntegerBits, typename ExpOnQuarter, typename Factor>
 FixedPoint<Raw, 0> ExpByQuarters(FixedPoint<Raw, IntegerBits> a, ExpOnQuarter exp_on_quarter,
                                  Factor factor, Raw* n) {
@@ -453,8 +454,8 @@ FixedPoint<Raw, 0> ExpByQuarters(FixedPoint<Raw, IntegerBits> a, ExpOnQuarter ex
 
 }  // namespace detail
 
-// exp(a) for a in [-1/4, 0): exp(-1/8) exp(x) with x = a + 1/8, exp(x) by its Taylor polynomial
-// of degree 4.
+/// exp(a) for a in [-1/4, 0): exp(-1/8) exp(x) with x = a + 1/8, exp(x) by its Taylor polynomial
+/// of degree 4.
 template <typename Raw>
 FixedPoint<Raw, 0> exp_on_interval_between_negative_one_quarter_and_0_excl(FixedPoint<Raw, 0> a) {
   using F = FixedPoint<Raw, 0>;
@@ -471,8 +472,8 @@ FixedPoint<Raw, 0> exp_on_interval_between_negative_one_quarter_and_0_excl(Fixed
                                       exp_minus_one_eighth * (x + higher_terms));
 }
 
-// exp(a) for a <= 0: a = r - n with r in [-1/4, 0) and n a multiple of 1/4, exp(r) times
-// exp(-2^k) for each set bit 2^k of n; 0 below -32 (formats that reach it); exp(0) is One().
+/// exp(a) for a <= 0: a = r - n with r in [-1/4, 0) and n a multiple of 1/4, exp(r) times
+/// exp(-2^k) for each set bit 2^k of n; 0 below -32 (formats that reach it); exp(0) is One().
 template <typename Raw, int IntegerBits>
 FixedPoint<Raw, 0> exp_on_negative_values(FixedPoint<Raw, IntegerBits> a) {
   using InputF = FixedPoint<Raw, IntegerBits>;
@@ -492,19 +493,19 @@ FixedPoint<Raw, 0> exp_on_negative_values(FixedPoint<Raw, IntegerBits> a) {
   return SelectUsingMask(MaskIfZero(a), ResultF::One(), result);
 }
 
-// (1 - x) / (1 + x) for x in [0, 1]: 2 / (1 + x) - 1.
+/// (1 - x) / (1 + x) for x in [0, 1]: 2 / (1 + x) - 1.
 template <typename Raw>
 FixedPoint<Raw, 0> one_minus_x_over_one_plus_x_for_x_in_0_1(FixedPoint<Raw, 0> x) {
   return Rescale<0>(detail::TwoOverOnePlusX(x) - FixedPoint<Raw, 2>::One());
 }
 
-// -tanh(a) for a <= 0.
+/// -tanh(a) for a <= 0.
 template <typename Raw, int IntegerBits>
 FixedPoint<Raw, 0> neg_tanh_on_negative_values(FixedPoint<Raw, IntegerBits> a) {
   return one_minus_x_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(ExactMulByPot<1>(a)));
 }
 
-// tanh(a) = sign(a) (1 - e) / (1 + e) with e = exp(-2|a|); tanh(0) is 0.
+/// tanh(a) = sign(a) (1 - e) / (1 + e) with e = exp(-2|a|); tanh(0) is 0.
 template <typename Raw, int IntegerBits>
 FixedPoint<Raw, 0> tanh(FixedPoint<Raw, IntegerBits> a) {
   using InputF = FixedPoint<Raw, IntegerBits>;
@@ -514,19 +515,19 @@ FixedPoint<Raw, 0> tanh(FixedPoint<Raw, IntegerBits> a) {
   return SelectUsingMask(MaskIfZero(a), ResultF::Zero(), SelectUsingMask(negative, -t, t));
 }
 
-// 1 / (1 + x) for x in [0, 1].
+/// 1 / (1 + x) for x in [0, 1].
 template <typename Raw>
 FixedPoint<Raw, 0> one_over_one_plus_x_for_x_in_0_1(FixedPoint<Raw, 0> x) {
   return Rescale<0>(ExactMulByPot<-1>(detail::TwoOverOnePlusX(x)));
 }
 
-// logistic(a) = 1 / (1 + exp(-a)) for a >= 0.
+/// logistic(a) = 1 / (1 + exp(-a)) for a >= 0.
 template <typename Raw, int IntegerBits>
 FixedPoint<Raw, 0> logistic_on_positive_values(FixedPoint<Raw, IntegerBits> a) {
   return one_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(-a));
 }
 
-// logistic(a) = 1 / (1 + exp(-a)): from |a|, and 1 minus that for a < 0; logistic(0) is 1/2.
+/// logistic(a) = 1 / (1 + exp(-a)): from |a|, and 1 minus that for a < 0; logistic(0) is 1/2.
 template <typename Raw, int IntegerBits>
 FixedPoint<Raw, 0> logistic(FixedPoint<Raw, IntegerBits> a) {
   using InputF = FixedPoint<Raw, IntegerBits>;
@@ -544,13 +545,12 @@ FixedPoint<Raw, 0> logistic(FixedPoint<Raw, IntegerBits> a) {
 // (every int16 input; about 2^20 evenly spaced int32 inputs plus edges), for IntegerBits 0..6.
 // "LSB" is 2^-31 for int32 raw and 2^-15 for int16 raw.
 
-// exp(a) for a in [-1/4, 0). exp(a) = exp(-1/8) * exp(x) with x = a + 1/8 in [-1/8, 1/8), and
-// exp(x) by its Taylor polynomial of degree 6, whose truncation error (|x|^7 / 7! * e^(1/8) below
-// 1.1e-10, a quarter of an int32 LSB) is below the rounding of the arithmetic. The factor exp(-1/8)
-// is folded into the coefficients, so every product rounds once and all but the last are then
-// scaled down by |x| <= 1/8.
-// Max abs error 0.96 LSB (2^-31.1) for int32, 0.93 LSB (2^-15.1) for int16; test
-// ExpOnIntervalBetweenNegativeOneQuarterAnd0Excl.
+/// exp(a) for a in [-1/4, 0). exp(a) = exp(-1/8) * exp(x) with x = a + 1/8 in [-1/8, 1/8), and
+/// exp(x) by its Taylor polynomial of degree 6, whose truncation error (|x|^7 / 7! * e^(1/8) below
+/// 1.1e-10, a quarter of an int32 LSB) is below the rounding of the arithmetic. The factor
+/// exp(-1/8) is folded into the coefficients, so every product rounds once and all but the last are
+/// then scaled down by |x| <= 1/8. Max abs error 0.96 LSB (2^-31.1) for int32, 0.93 LSB (2^-15.1)
+/// for int16; test ExpOnIntervalBetweenNegativeOneQuarterAnd0Excl.
 template <typename Raw>
 FixedPoint<Raw, 0> AccurateExpOnNegativeQuarter(FixedPoint<Raw, 0> a) {
   using F = FixedPoint<Raw, 0>;
@@ -574,12 +574,12 @@ FixedPoint<Raw, 0> AccurateExpOnNegativeQuarter(FixedPoint<Raw, 0> a) {
   return SaturatingAdd(F::FromScalarRaw(kCoefficient1), poly * x);
 }
 
-// exp(a) for a <= 0 (precondition; positive inputs give meaningless results). exp(0) is One(),
-// i.e. saturated. Writes a = r - n with r in [-1/4, 0) and n >= 0 a multiple of 1/4, then
-// exp(a) = exp(r) * prod over the set bits 2^k of n of exp(-2^k). Results below the format's
-// resolution (a <= -32 in particular) are 0.
-// Max abs error 1.54 LSB (2^-30.4) for int32, 1.46 LSB (2^-14.5) for int16; test
-// ExpOnNegativeValues. Requires at least 2 fractional bits (IntegerBits <= bits - 3).
+/// exp(a) for a <= 0 (precondition; positive inputs give meaningless results). exp(0) is One(),
+/// i.e. saturated. Writes a = r - n with r in [-1/4, 0) and n >= 0 a multiple of 1/4, then
+/// exp(a) = exp(r) * prod over the set bits 2^k of n of exp(-2^k). Results below the format's
+/// resolution (a <= -32 in particular) are 0.
+/// Max abs error 1.54 LSB (2^-30.4) for int32, 1.46 LSB (2^-14.5) for int16; test
+/// ExpOnNegativeValues. Requires at least 2 fractional bits (IntegerBits <= bits - 3).
 template <typename Raw, int IntegerBits>
 FixedPoint<Raw, 0> AccurateExpOnNegativeValues(FixedPoint<Raw, IntegerBits> a) {
   using ResultF = FixedPoint<Raw, 0>;
@@ -614,13 +614,13 @@ FixedPoint<Raw, 0> AccurateExpOnNegativeValues(FixedPoint<Raw, IntegerBits> a) {
   return SelectUsingMask(MaskIfZero(a), ResultF::One(), result);
 }
 
-// 1 / (1 + x) for x in [0, 1] (precondition), a value in [1/2, 1]. Newton-Raphson for the root of
-// (1 + x) z - 1, z <- z + z (1 - (1 + x) z), from the best linear start 16/17 - 8/17 x (relative
-// error at most 1/17). The error squares each step; three steps reach (1/17)^8 < 2^-32. Every
-// quantity stays in [-1, 1), so it all runs in the format without integer bits, and 1 - z is
-// formed exactly. Exact results 1 (x == 0) saturate to One().
-// Max abs error 1.25 LSB (2^-30.7) for int32, 1.0 LSB (2^-15, at x == 0) for int16; test
-// OneOverOnePlusX. int16 results can step back by one LSB between adjacent inputs.
+/// 1 / (1 + x) for x in [0, 1] (precondition), a value in [1/2, 1]. Newton-Raphson for the root of
+/// (1 + x) z - 1, z <- z + z (1 - (1 + x) z), from the best linear start 16/17 - 8/17 x (relative
+/// error at most 1/17). The error squares each step; three steps reach (1/17)^8 < 2^-32. Every
+/// quantity stays in [-1, 1), so it all runs in the format without integer bits, and 1 - z is
+/// formed exactly. Exact results 1 (x == 0) saturate to One().
+/// Max abs error 1.25 LSB (2^-30.7) for int32, 1.0 LSB (2^-15, at x == 0) for int16; test
+/// OneOverOnePlusX. int16 results can step back by one LSB between adjacent inputs.
 template <typename Raw>
 FixedPoint<Raw, 0> AccurateOneOverOnePlusX(FixedPoint<Raw, 0> x) {
   using F = FixedPoint<Raw, 0>;
@@ -632,10 +632,10 @@ FixedPoint<Raw, 0> AccurateOneOverOnePlusX(FixedPoint<Raw, 0> x) {
   return z;
 }
 
-// (1 - x) / (1 + x) for x in [0, 1] (precondition), a value in [0, 1]: (1 - x) * 1 / (1 + x),
-// which keeps the error proportional to the (small) result as x -> 1. x == 0 gives One().
-// Max abs error 1.50 LSB (2^-30.4) for int32, 1.0 LSB (2^-15) for int16; test
-// OneMinusXOverOnePlusX.
+/// (1 - x) / (1 + x) for x in [0, 1] (precondition), a value in [0, 1]: (1 - x) * 1 / (1 + x),
+/// which keeps the error proportional to the (small) result as x -> 1. x == 0 gives One().
+/// Max abs error 1.50 LSB (2^-30.4) for int32, 1.0 LSB (2^-15) for int16; test
+/// OneMinusXOverOnePlusX.
 template <typename Raw>
 FixedPoint<Raw, 0> AccurateOneMinusXOverOnePlusX(FixedPoint<Raw, 0> x) {
   using F = FixedPoint<Raw, 0>;
@@ -643,12 +643,12 @@ FixedPoint<Raw, 0> AccurateOneMinusXOverOnePlusX(FixedPoint<Raw, 0> x) {
   return SelectUsingMask(MaskIfZero(x), F::One(), detail::OneMinus(x) * AccurateOneOverOnePlusX(x));
 }
 
-// tanh(a) = sign(a) (1 - e) / (1 + e) with e = exp(-2|a|). Computed on |a| (-a is formed only for
-// a >= 0, so it cannot overflow), which makes tanh(-a) == -tanh(a) exactly whenever -a is
-// representable. tanh(0) is exactly 0 (exp(0) saturates to One(), which alone would leave
-// 2^-(bits-1)). Requires IntegerBits <= bits - 4 (2|a| must have 2 fractional bits).
-// Max abs error 3.38 LSB (2^-29.2) for int32, 2.36 LSB (2^-13.8) for int16, near |tanh| = 1 where
-// the error of exp(-2|a|) is doubled; test Tanh.
+/// tanh(a) = sign(a) (1 - e) / (1 + e) with e = exp(-2|a|). Computed on |a| (-a is formed only for
+/// a >= 0, so it cannot overflow), which makes tanh(-a) == -tanh(a) exactly whenever -a is
+/// representable. tanh(0) is exactly 0 (exp(0) saturates to One(), which alone would leave
+/// 2^-(bits-1)). Requires IntegerBits <= bits - 4 (2|a| must have 2 fractional bits).
+/// Max abs error 3.38 LSB (2^-29.2) for int32, 2.36 LSB (2^-13.8) for int16, near |tanh| = 1 where
+/// the error of exp(-2|a|) is doubled; test Tanh.
 template <typename Raw, int IntegerBits>
 FixedPoint<Raw, 0> AccurateTanh(FixedPoint<Raw, IntegerBits> a) {
   using ResultF = FixedPoint<Raw, 0>;
@@ -660,11 +660,11 @@ FixedPoint<Raw, 0> AccurateTanh(FixedPoint<Raw, IntegerBits> a) {
                          SelectUsingMask(negative, -tanh_abs, tanh_abs));
 }
 
-// logistic(a) = 1 / (1 + exp(-a)). Computed as 1 / (1 + exp(-|a|)) and, for a < 0, 1 minus that
-// (exact), so logistic(a) + logistic(-a) == 1 exactly whenever -a is representable, and
-// logistic(0) is exactly 1/2. Requires IntegerBits <= bits - 3.
-// Max abs error 2.19 LSB (2^-29.9) for int32, 1.30 LSB (2^-14.6) for int16; test Logistic. With
-// IntegerBits <= 1, int16 results can step back by one LSB between adjacent inputs.
+/// logistic(a) = 1 / (1 + exp(-a)). Computed as 1 / (1 + exp(-|a|)) and, for a < 0, 1 minus that
+/// (exact), so logistic(a) + logistic(-a) == 1 exactly whenever -a is representable, and
+/// logistic(0) is exactly 1/2. Requires IntegerBits <= bits - 3.
+/// Max abs error 2.19 LSB (2^-29.9) for int32, 1.30 LSB (2^-14.6) for int16; test Logistic. With
+/// IntegerBits <= 1, int16 results can step back by one LSB between adjacent inputs.
 template <typename Raw, int IntegerBits>
 FixedPoint<Raw, 0> AccurateLogistic(FixedPoint<Raw, IntegerBits> a) {
   using ResultF = FixedPoint<Raw, 0>;

@@ -14,8 +14,8 @@
 namespace lowbit {
 namespace fixedpoint {
 
-// A struct rather than __m256i itself: as a template argument __m256i loses its may_alias
-// attribute, which GCC warns about.
+/// A struct rather than __m256i itself: as a template argument __m256i loses its may_alias
+/// attribute, which GCC warns about.
 struct Avx2Int32x8 {
   __m256i v;
 };
@@ -106,9 +106,9 @@ inline Avx2Int32x8 SelectUsingMask(Avx2Int32x8 mask, Avx2Int32x8 if_mask, Avx2In
   return {_mm256_blendv_epi8(if_not_mask.v, if_mask.v, mask.v)};
 }
 
-// floor((a*b + 2^30) / 2^31), the scalar version's nudged truncation, on the even lanes' and then
-// the odd lanes' 64-bit products. Bits 31..62 of each sum are the result: a logical shift gives
-// them as well as an arithmetic one, which AVX2 lacks for 64-bit lanes.
+/// floor((a*b + 2^30) / 2^31), the scalar version's nudged truncation, on the even lanes' and then
+/// the odd lanes' 64-bit products. Bits 31..62 of each sum are the result: a logical shift gives
+/// them as well as an arithmetic one, which AVX2 lacks for 64-bit lanes.
 template <>
 inline Avx2Int32x8 SaturatingRoundingDoublingHighMul(Avx2Int32x8 a, Avx2Int32x8 b) {
   const __m256i nudge = _mm256_set1_epi64x(std::int64_t{1} << 30);
@@ -124,16 +124,16 @@ inline Avx2Int32x8 SaturatingRoundingDoublingHighMul(Avx2Int32x8 a, Avx2Int32x8 
   return {_mm256_xor_si256(result, overflow)};
 }
 
-// The scale in one rounding. With s = 1 for a negative product, RoundingDivideByPOT(y, e) is
-// floor((y + 2^(e-1) - s) / 2^e) for e >= 1, and the SRDHM y is floor((p + 2^30) / 2^31) for
-// p = x * multiplier (s may follow the sign of p rather than of y: they differ only where y is 0,
-// and both then give 0). Nested floors of integers merge: the result is
-//   floor((p + 2^30 + (2^(e-1) - s) * 2^31) / 2^(31+e)).
-// That keeps the one product SRDHM saturates, 2^62, right as well: 2^31 and the saturated
-// 2^31 - 1 give the same quotient. Adding 2^63 makes every sum positive and below 2^64, so that
-// a logical shift, all AVX2 has for 64-bit lanes, divides it; the quotient comes out 2^(32-e)
-// too large, which the offset takes back. 12 instructions for eight lanes against 17 for the two
-// roundings and the offset, with the constants derived from the parameters once.
+/// The scale in one rounding. With s = 1 for a negative product, RoundingDivideByPOT(y, e) is
+/// floor((y + 2^(e-1) - s) / 2^e) for e >= 1, and the SRDHM y is floor((p + 2^30) / 2^31) for
+/// p = x * multiplier (s may follow the sign of p rather than of y: they differ only where y is 0,
+/// and both then give 0). Nested floors of integers merge: the result is
+///   floor((p + 2^30 + (2^(e-1) - s) * 2^31) / 2^(31+e)).
+/// That keeps the one product SRDHM saturates, 2^62, right as well: 2^31 and the saturated
+/// 2^31 - 1 give the same quotient. Adding 2^63 makes every sum positive and below 2^64, so that
+/// a logical shift, all AVX2 has for 64-bit lanes, divides it; the quotient comes out 2^(32-e)
+/// too large, which the offset takes back. 12 instructions for eight lanes against 17 for the two
+/// roundings and the offset, with the constants derived from the parameters once.
 template <>
 class QuantizeDownScale<Avx2Int32x8> {
  public:

@@ -24,7 +24,7 @@
 namespace lowbit {
 namespace fixedpoint {
 
-// A struct for the reason Avx2Int32x8 is one (fixedpoint_avx2.h).
+/// A struct for the reason Avx2Int32x8 is one (fixedpoint_avx2.h).
 struct Avx512Int32x16 {
   __m512i v;
 };
@@ -36,7 +36,7 @@ struct RawTypeTraits<Avx512Int32x16> {
 };
 
 namespace detail {
-// A comparison's lanes as fixedpoint masks: all ones where true.
+/// A comparison's lanes as fixedpoint masks: all ones where true.
 inline Avx512Int32x16 MaskFromBits(__mmask16 bits) {
   return {_mm512_maskz_mov_epi32(bits, _mm512_set1_epi32(-1))};
 }
@@ -118,17 +118,17 @@ inline Avx512Int32x16 MaskIfGreaterThan(Avx512Int32x16 a, Avx512Int32x16 b) {
   return detail::MaskFromBits(_mm512_cmpgt_epi32_mask(a.v, b.v));
 }
 
-// Bitwise (mask & if_mask) | (~mask & if_not_mask) in one vpternlogd: the same as a lane select
-// for masks whose lanes are all ones or all zeros.
+/// Bitwise (mask & if_mask) | (~mask & if_not_mask) in one vpternlogd: the same as a lane select
+/// for masks whose lanes are all ones or all zeros.
 template <>
 inline Avx512Int32x16 SelectUsingMask(Avx512Int32x16 mask, Avx512Int32x16 if_mask,
                                       Avx512Int32x16 if_not_mask) {
   return {_mm512_ternarylogic_epi32(mask.v, if_mask.v, if_not_mask.v, 0xca)};
 }
 
-// floor((a*b + 2^30) / 2^31) on the even lanes' and then the odd lanes' 64-bit products, as in
-// fixedpoint_avx2.h, whose comment has the reasoning; the lone overflowing lane, INT32_MIN *
-// INT32_MIN, is replaced by INT32_MAX under a mask.
+/// floor((a*b + 2^30) / 2^31) on the even lanes' and then the odd lanes' 64-bit products, as in
+/// fixedpoint_avx2.h, whose comment has the reasoning; the lone overflowing lane, INT32_MIN *
+/// INT32_MIN, is replaced by INT32_MAX under a mask.
 template <>
 inline Avx512Int32x16 SaturatingRoundingDoublingHighMul(Avx512Int32x16 a, Avx512Int32x16 b) {
   const __m512i nudge = _mm512_set1_epi64(std::int64_t{1} << 30);
@@ -141,10 +141,10 @@ inline Avx512Int32x16 SaturatingRoundingDoublingHighMul(Avx512Int32x16 a, Avx512
   return {_mm512_mask_mov_epi32(result, overflow, _mm512_set1_epi32(INT32_MAX))};
 }
 
-// The scale in one rounding, floor((p + 2^30 + (2^(e-1) - s) * 2^31) / 2^(31+e)) for the product
-// p = x * multiplier, s = 1 where p is negative: fixedpoint_avx2.h derives it. AVX-512 shifts
-// 64-bit lanes arithmetically, so the sums need no bias; the negative products' smaller nudge is
-// a masked subtraction.
+/// The scale in one rounding, floor((p + 2^30 + (2^(e-1) - s) * 2^31) / 2^(31+e)) for the product
+/// p = x * multiplier, s = 1 where p is negative: fixedpoint_avx2.h derives it. AVX-512 shifts
+/// 64-bit lanes arithmetically, so the sums need no bias; the negative products' smaller nudge is
+/// a masked subtraction.
 template <>
 class QuantizeDownScale<Avx512Int32x16> {
  public:

@@ -65,7 +65,7 @@ inline int32x4_t Mul(int32x4_t a, int32x4_t b) {
   return vmulq_s32(a, b);
 }
 
-// VSHL shifts each lane left by a signed amount, right (arithmetic, truncating) when negative.
+/// VSHL shifts each lane left by a signed amount, right (arithmetic, truncating) when negative.
 template <>
 inline int32x4_t ShiftLeft(int32x4_t a, int offset) {
   return vshlq_s32(a, vdupq_n_s32(offset));
@@ -136,7 +136,7 @@ inline int32x4_t SaturatingAdd(int32x4_t a, int32x4_t b) {
   return vqaddq_s32(a, b);
 }
 
-// VQRDMULH is the definition the scalar version follows.
+/// VQRDMULH is the definition the scalar version follows.
 template <>
 inline int32x4_t SaturatingRoundingDoublingHighMul(int32x4_t a, int32x4_t b) {
   return vqrdmulhq_s32(a, b);
@@ -144,9 +144,9 @@ inline int32x4_t SaturatingRoundingDoublingHighMul(int32x4_t a, int32x4_t b) {
 
 namespace detail {
 
-// VRSHL by -exponent rounds ties up; taking 1 from negative x first moves their ties below the
-// halfway point, so they round down, away from zero, and changes nothing else. The saturating
-// subtraction leaves INT32_MIN, which has no remainder to round, unchanged.
+/// VRSHL by -exponent rounds ties up; taking 1 from negative x first moves their ties below the
+/// halfway point, so they round down, away from zero, and changes nothing else. The saturating
+/// subtraction leaves INT32_MIN, which has no remainder to round, unchanged.
 inline int32x4_t RoundingShiftRightAwayFromZero(int32x4_t x, int32x4_t negated_exponent) {
   const int32x4_t fixup = vshrq_n_s32(vandq_s32(x, negated_exponent), 31);
   return vrshlq_s32(vqaddq_s32(x, fixup), negated_exponent);

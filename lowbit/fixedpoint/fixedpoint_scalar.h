@@ -11,8 +11,8 @@
 namespace lowbit {
 namespace fixedpoint {
 
-// A raw type is what one FixedPoint value is stored in: a scalar integer, or (in SIMD back ends) a
-// register holding kLanes such integers. Every back end specializes this.
+/// A raw type is what one FixedPoint value is stored in: a scalar integer, or (in SIMD back ends) a
+/// register holding kLanes such integers. Every back end specializes this.
 template <typename Raw>
 struct RawTypeTraits;
 
@@ -37,9 +37,9 @@ template <typename Raw>
 constexpr bool kIsScalarRaw =
     std::is_same<Raw, std::int32_t>::value || std::is_same<Raw, std::int16_t>::value;
 
-// Wrapping arithmetic is done on uint32_t, where overflow is defined, and converted back. The
-// conversion to a narrower or signed type is modular (C++20 guarantees it; GCC, Clang and MSVC
-// always did).
+/// Wrapping arithmetic is done on uint32_t, where overflow is defined, and converted back. The
+/// conversion to a narrower or signed type is modular (C++20 guarantees it; GCC, Clang and MSVC
+/// always did).
 template <typename Raw>
 constexpr Raw FromUnsignedBits(std::uint32_t bits) {
   return static_cast<Raw>(bits);
@@ -58,8 +58,8 @@ constexpr Raw MaskFromBool(bool condition) {
 template <typename Raw>
 constexpr int kScalarBits = 8 * static_cast<int>(sizeof(ScalarRawTypeOf<Raw>));
 
-// Removes an overload for scalar raw types, where an (x, int) overload already does the job and
-// an (x, x) one would make every scalar call ambiguous.
+/// Removes an overload for scalar raw types, where an (x, int) overload already does the job and
+/// an (x, x) one would make every scalar call ambiguous.
 template <typename Raw>
 using EnableIfSimd = std::enable_if_t<!kIsScalarRaw<Raw>, int>;
 
@@ -105,7 +105,7 @@ Raw BitNot(Raw a) {
   return static_cast<Raw>(~a);
 }
 
-// Add, Sub, Neg and Mul wrap modulo 2^bits, like SIMD integer instructions.
+/// Add, Sub, Neg and Mul wrap modulo 2^bits, like SIMD integer instructions.
 template <typename Raw>
 Raw Add(Raw a, Raw b) {
   LOWBIT_FIXEDPOINT_REQUIRE_SCALAR(Raw);
@@ -130,7 +130,7 @@ Raw Mul(Raw a, Raw b) {
   return detail::FromUnsignedBits<Raw>(detail::ToUnsignedBits(a) * detail::ToUnsignedBits(b));
 }
 
-// Shift amounts must lie in [0, bits of the scalar type).
+/// Shift amounts must lie in [0, bits of the scalar type).
 template <typename Raw>
 Raw ShiftLeft(Raw a, int offset) {
   LOWBIT_FIXEDPOINT_REQUIRE_SCALAR(Raw);
@@ -138,8 +138,8 @@ Raw ShiftLeft(Raw a, int offset) {
   return detail::FromUnsignedBits<Raw>(detail::ToUnsignedBits(a) << offset);
 }
 
-// Arithmetic (sign-propagating) shift; C++20 guarantees it for negative values and every
-// supported compiler already implements >> that way.
+/// Arithmetic (sign-propagating) shift; C++20 guarantees it for negative values and every
+/// supported compiler already implements >> that way.
 template <typename Raw>
 Raw ShiftRight(Raw a, int offset) {
   LOWBIT_FIXEDPOINT_REQUIRE_SCALAR(Raw);
@@ -147,17 +147,17 @@ Raw ShiftRight(Raw a, int offset) {
   return static_cast<Raw>(a >> offset);
 }
 
-// The same shifts by one amount per lane, each in [0, bits of the scalar type). SIMD raw types
-// only: every SIMD back end specializes them.
+/// The same shifts by one amount per lane, each in [0, bits of the scalar type). SIMD raw types
+/// only: every SIMD back end specializes them.
 template <typename Raw, detail::EnableIfSimd<Raw> = 0>
 Raw ShiftLeft(Raw a, Raw offsets);
 
 template <typename Raw, detail::EnableIfSimd<Raw> = 0>
 Raw ShiftRight(Raw a, Raw offsets);
 
-// Masks are all-ones where the condition holds and all-zeros elsewhere, per lane. A back end
-// specializes MaskIfEqual and MaskIfGreaterThan; the others follow from those two for every raw
-// type, unless a back end has a more direct instruction.
+/// Masks are all-ones where the condition holds and all-zeros elsewhere, per lane. A back end
+/// specializes MaskIfEqual and MaskIfGreaterThan; the others follow from those two for every raw
+/// type, unless a back end has a more direct instruction.
 template <typename Raw>
 Raw MaskIfEqual(Raw a, Raw b) {
   LOWBIT_FIXEDPOINT_REQUIRE_SCALAR(Raw);
@@ -200,18 +200,18 @@ Raw MaskIfLessThanOrEqual(Raw a, Raw b) {
   return BitNot(MaskIfGreaterThan(a, b));
 }
 
-// Branch-free per-lane choice: mask must be a mask (all-ones or all-zeros per lane).
+/// Branch-free per-lane choice: mask must be a mask (all-ones or all-zeros per lane).
 template <typename Raw>
 Raw SelectUsingMask(Raw mask, Raw if_mask, Raw if_not_mask) {
   LOWBIT_FIXEDPOINT_REQUIRE_SCALAR(Raw);
   return static_cast<Raw>((mask & if_mask) | (~mask & if_not_mask));
 }
 
-// (a + b) / 2 computed without intermediate overflow, rounded to nearest with ties away from zero.
-// Without 64-bit lanes: a + b = 2 h + low with h = (a >> 1) + (b >> 1), which cannot overflow,
-// and low in {0, 1, 2}. The half is h + 1 for low == 2; for low == 1 it is a tie, rounded away
-// from zero: up exactly when h >= 0. Both are (low + [h >= 0]) >> 1, where
-// [h >= 0] = 1 + (h >> (bits - 1)).
+/// (a + b) / 2 computed without intermediate overflow, rounded to nearest with ties away from zero.
+/// Without 64-bit lanes: a + b = 2 h + low with h = (a >> 1) + (b >> 1), which cannot overflow,
+/// and low in {0, 1, 2}. The half is h + 1 for low == 2; for low == 1 it is a tie, rounded away
+/// from zero: up exactly when h >= 0. Both are (low + [h >= 0]) >> 1, where
+/// [h >= 0] = 1 + (h >> (bits - 1)).
 template <typename Raw>
 Raw RoundingHalfSum(Raw a, Raw b) {
   if constexpr (detail::kIsScalarRaw<Raw>) {
@@ -227,9 +227,9 @@ Raw RoundingHalfSum(Raw a, Raw b) {
   }
 }
 
-// a + b clamped to the range of the scalar type. Without 64-bit lanes: the wrapped sum
-// overflowed exactly when both operands have the sign it lacks, and then saturates towards the
-// sign of the operands.
+/// a + b clamped to the range of the scalar type. Without 64-bit lanes: the wrapped sum
+/// overflowed exactly when both operands have the sign it lacks, and then saturates towards the
+/// sign of the operands.
 template <typename Raw>
 Raw SaturatingAdd(Raw a, Raw b) {
   if constexpr (detail::kIsScalarRaw<Raw>) {
@@ -247,12 +247,12 @@ Raw SaturatingAdd(Raw a, Raw b) {
   }
 }
 
-// ARM VQRDMULH: the high half of 2*a*b rounded to nearest, computed as
-// (a*b + nudge) / 2^(bits-1) with truncating division and nudge = 2^(bits-2) for a*b >= 0,
-// 1 - 2^(bits-2) otherwise. That is floor(a*b / 2^(bits-1) + 1/2): exact halves round towards
-// +infinity, so a negative product ending in exactly one half rounds towards zero. Saturates to
-// the maximum only for a == b == lowest, the one product whose doubled high half overflows.
-// Bit-exact with gemmlowp, TFLite and the NEON instruction.
+/// ARM VQRDMULH: the high half of 2*a*b rounded to nearest, computed as
+/// (a*b + nudge) / 2^(bits-1) with truncating division and nudge = 2^(bits-2) for a*b >= 0,
+/// 1 - 2^(bits-2) otherwise. That is floor(a*b / 2^(bits-1) + 1/2): exact halves round towards
+/// +infinity, so a negative product ending in exactly one half rounds towards zero. Saturates to
+/// the maximum only for a == b == lowest, the one product whose doubled high half overflows.
+/// Bit-exact with gemmlowp, TFLite and the NEON instruction.
 template <typename Raw>
 Raw SaturatingRoundingDoublingHighMul(Raw a, Raw b) {
   LOWBIT_FIXEDPOINT_REQUIRE_SCALAR(Raw);

@@ -14,8 +14,8 @@
 namespace lowbit {
 namespace fixedpoint {
 
-// A struct rather than __m128i itself: as a template argument __m128i loses its may_alias
-// attribute, which GCC warns about.
+/// A struct rather than __m128i itself: as a template argument __m128i loses its may_alias
+/// attribute, which GCC warns about.
 struct Sse41Int32x4 {
   __m128i v;
 };
@@ -83,8 +83,8 @@ inline Sse41Int32x4 ShiftRight(Sse41Int32x4 a, int offset) {
 
 namespace detail {
 
-// SSE4.1 has no per-lane shifts: shift by 16, 8, 4, 2 and 1 in turn, each lane taking a step
-// only where its amount has that bit, moved into the lane's sign bit for blendv_ps to read.
+/// SSE4.1 has no per-lane shifts: shift by 16, 8, 4, 2 and 1 in turn, each lane taking a step
+/// only where its amount has that bit, moved into the lane's sign bit for blendv_ps to read.
 template <bool kLeft>
 Sse41Int32x4 ShiftLanes(Sse41Int32x4 a, Sse41Int32x4 offsets) {
   __m128i x = a.v;
@@ -125,9 +125,9 @@ inline Sse41Int32x4 SelectUsingMask(Sse41Int32x4 mask, Sse41Int32x4 if_mask,
   return {_mm_blendv_epi8(if_not_mask.v, if_mask.v, mask.v)};
 }
 
-// floor((a*b + 2^30) / 2^31), the scalar version's nudged truncation, on the even lanes' and then
-// the odd lanes' 64-bit products. Bits 31..62 of each sum are the result: a logical shift gives
-// them as well as an arithmetic one, which SSE lacks for 64-bit lanes.
+/// floor((a*b + 2^30) / 2^31), the scalar version's nudged truncation, on the even lanes' and then
+/// the odd lanes' 64-bit products. Bits 31..62 of each sum are the result: a logical shift gives
+/// them as well as an arithmetic one, which SSE lacks for 64-bit lanes.
 template <>
 inline Sse41Int32x4 SaturatingRoundingDoublingHighMul(Sse41Int32x4 a, Sse41Int32x4 b) {
   const __m128i nudge = _mm_set1_epi64x(std::int64_t{1} << 30);
@@ -142,10 +142,10 @@ inline Sse41Int32x4 SaturatingRoundingDoublingHighMul(Sse41Int32x4 a, Sse41Int32
   return {_mm_xor_si128(result, overflow)};
 }
 
-// The scale in one rounding, as the AVX2 version does it (fixedpoint_avx2.h has the derivation).
-// Without VEX, blendvpd takes its mask in xmm0 and each instruction overwrites an operand, so
-// register copies add to the count; the SSE4.1 writer still went from 36.9k to 32.0k instructions
-// per 64^3 GEMM.
+/// The scale in one rounding, as the AVX2 version does it (fixedpoint_avx2.h has the derivation).
+/// Without VEX, blendvpd takes its mask in xmm0 and each instruction overwrites an operand, so
+/// register copies add to the count; the SSE4.1 writer still went from 36.9k to 32.0k instructions
+/// per 64^3 GEMM.
 template <>
 class QuantizeDownScale<Sse41Int32x4> {
  public:

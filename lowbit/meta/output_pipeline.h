@@ -18,8 +18,8 @@
 namespace lowbit {
 namespace meta {
 
-// The type a pipeline produces from an int32 accumulator: each stage's Eval return type feeds
-// the next stage. An empty pipeline produces int32.
+/// The type a pipeline produces from an int32 accumulator: each stage's Eval return type feeds
+/// the next stage. An empty pipeline produces int32.
 template <typename Pipeline, typename Input = std::int32_t>
 struct PipelineOutput;
 template <typename Input>
@@ -43,15 +43,15 @@ inline auto EvalPipeline(const Pipeline& pipeline, Value value, int row, int col
   }
 }
 
-// Validate is optional for custom stages: a stage without parameters has nothing to check.
+/// Validate is optional for custom stages: a stage without parameters has nothing to check.
 template <typename Stage, typename = void>
 struct HasValidate : std::false_type {};
 template <typename Stage>
 struct HasValidate<Stage, decltype(std::declval<const Stage&>().Validate(
                               0, 0, std::declval<const std::string&>()))> : std::true_type {};
 
-// Throws lowbit::Error naming "pipeline[i].field" for an input of the stage that lies in the
-// result's memory: blocks of the result are written while later blocks still read it.
+/// Throws lowbit::Error naming "pipeline[i].field" for an input of the stage that lies in the
+/// result's memory: blocks of the result are written while later blocks still read it.
 struct InputNotInResultCheck {
   const internal::MatrixView& result;
   const std::string& owner;
@@ -70,8 +70,8 @@ struct InputNotInResultCheck {
   }
 };
 
-// A stage that reads caller memory as it runs (per-channel vectors, a residual operand) names
-// it with VisitInputs(visit), calling visit("field", map) for each VectorMap or MatrixMap.
+/// A stage that reads caller memory as it runs (per-channel vectors, a residual operand) names
+/// it with VisitInputs(visit), calling visit("field", map) for each VectorMap or MatrixMap.
 template <typename Stage, typename = void>
 struct HasVisitInputs : std::false_type {};
 template <typename Stage>
@@ -79,8 +79,8 @@ struct HasVisitInputs<Stage, decltype(std::declval<const Stage&>().VisitInputs(
                                  std::declval<const InputNotInResultCheck&>()))> : std::true_type {
 };
 
-// Throws lowbit::Error naming "pipeline[i].field" for the first stage whose parameters break
-// its rule for the result, or that reads memory inside the result.
+/// Throws lowbit::Error naming "pipeline[i].field" for the first stage whose parameters break
+/// its rule for the result, or that reads memory inside the result.
 template <std::size_t Index = 0, typename Pipeline>
 void ValidatePipeline(const Pipeline& pipeline, const internal::MatrixView& result) {
   if constexpr (Index < std::tuple_size<Pipeline>::value) {
@@ -97,14 +97,14 @@ void ValidatePipeline(const Pipeline& pipeline, const internal::MatrixView& resu
   }
 }
 
-// Compile is optional too: without it a stage runs on the scalar Eval path.
+/// Compile is optional too: without it a stage runs on the scalar Eval path.
 template <typename Stage, typename = void>
 struct HasCompile : std::false_type {};
 template <typename Stage>
 struct HasCompile<Stage, decltype(static_cast<void>(std::declval<const Stage&>().Compile(
                              std::declval<internal::OutputProgram*>())))> : std::true_type {};
 
-// Describes the pipeline as an OutputProgram; false when a stage has no compiled form.
+/// Describes the pipeline as an OutputProgram; false when a stage has no compiled form.
 template <std::size_t Index = 0, typename Pipeline>
 bool CompileOutputProgram(const Pipeline& pipeline, internal::OutputProgram* program) {
   if constexpr (Index == std::tuple_size<Pipeline>::value) {

@@ -21,9 +21,9 @@ inline void CheckInRange(const std::string& argument, std::int64_t value, std::i
   }
 }
 
-// The same for the field `field` of `owner` ("pipeline[1]", "result_shift"): the argument's name
-// is only put together when the check fails, so valid calls allocate nothing, whether `owner`
-// is a string or a literal.
+/// The same for the field `field` of `owner` ("pipeline[1]", "result_shift"): the argument's name
+/// is only put together when the check fails, so valid calls allocate nothing, whether `owner`
+/// is a string or a literal.
 inline void CheckInRange(std::string_view owner, const char* field, std::int64_t value,
                          std::int64_t min, std::int64_t max) {
   if (value < min || value > max) {
@@ -35,7 +35,7 @@ inline const char* AxisName(ChannelAxis axis) {
   return axis == ChannelAxis::kRow ? "ChannelAxis::kRow" : "ChannelAxis::kCol";
 }
 
-// A per-channel vector needs one entry per result row (kRow) or column (kCol).
+/// A per-channel vector needs one entry per result row (kRow) or column (kCol).
 template <typename Scalar>
 void CheckChannelVector(const std::string& owner, const char* field,
                         const VectorMap<Scalar>& vector, ChannelAxis axis, int rows, int cols) {
@@ -56,7 +56,7 @@ void CheckChannelVector(const std::string& owner, const char* field,
   }
 }
 
-// Checks every entry of a per-channel parameter vector against [min, max].
+/// Checks every entry of a per-channel parameter vector against [min, max].
 template <typename Scalar>
 void CheckEachInRange(const std::string& owner, const char* field, const VectorMap<Scalar>& vector,
                       std::int64_t min, std::int64_t max) {

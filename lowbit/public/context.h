@@ -12,20 +12,20 @@ namespace internal {
 class ContextState;
 }
 
-// Which micro-kernel runs. kAuto takes LOWBIT_KERNEL from the environment when it is set
-// (reference, sse41, avx2, avx512vnni, neon), and otherwise the fastest kernel this CPU
-// supports. Every value exists on every platform; choosing one this CPU or build lacks is an
-// error. kAvx512Vnni needs AVX-512 F, BW and VNNI (and AVX2 with FMA3, for its output stages).
+/// Which micro-kernel runs. kAuto takes LOWBIT_KERNEL from the environment when it is set
+/// (reference, sse41, avx2, avx512vnni, neon), and otherwise the fastest kernel this CPU
+/// supports. Every value exists on every platform; choosing one this CPU or build lacks is an
+/// error. kAvx512Vnni needs AVX-512 F, BW and VNNI (and AVX2 with FMA3, for its output stages).
 enum class Kernel { kAuto, kReference, kSse41, kAvx2, kNeon, kAvx512Vnni };
 
 const char* KernelName(Kernel kernel);
 
-// The kernels this CPU can run (never kAuto), fastest last.
+/// The kernels this CPU can run (never kAuto), fastest last.
 std::vector<Kernel> AvailableKernels();
 
-// Threads may share a Context: their GEMMs take turns with its scratch memory and thread pool,
-// each exact (doc/design.md, "Sharing a context"). For GEMMs side by side, give each thread its
-// own. A GEMM inside a GEMM on the same context (from an output stage) throws lowbit::Error.
+/// Threads may share a Context: their GEMMs take turns with its scratch memory and thread pool,
+/// each exact (doc/design.md, "Sharing a context"). For GEMMs side by side, give each thread its
+/// own. A GEMM inside a GEMM on the same context (from an output stage) throws lowbit::Error.
 class Context {
  public:
   Context();
@@ -33,20 +33,20 @@ class Context {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
-  // The number of threads a GEMM may use (1 by default). A GEMM uses fewer where its work or
-  // the cores this process may run on cannot use them all, and the pool never holds more.
-  // Results are bit-identical for every thread count. Throws lowbit::Error unless
-  // 1 <= threads <= 1024. Waits for a GEMM running on this context to return.
+  /// The number of threads a GEMM may use (1 by default). A GEMM uses fewer where its work or
+  /// the cores this process may run on cannot use them all, and the pool never holds more.
+  /// Results are bit-identical for every thread count. Throws lowbit::Error unless
+  /// 1 <= threads <= 1024. Waits for a GEMM running on this context to return.
   void set_max_num_threads(int threads);
   int max_num_threads() const;
 
-  // Throws lowbit::Error if this CPU (or this build) has no such kernel. Waits for a GEMM
-  // running on this context to return.
+  /// Throws lowbit::Error if this CPU (or this build) has no such kernel. Waits for a GEMM
+  /// running on this context to return.
   void set_kernel(Kernel kernel);
   Kernel kernel() const;
 
-  // The kernel a GEMM on this context runs: kernel() with kAuto resolved. Throws lowbit::Error
-  // for an unknown LOWBIT_KERNEL value.
+  /// The kernel a GEMM on this context runs: kernel() with kAuto resolved. Throws lowbit::Error
+  /// for an unknown LOWBIT_KERNEL value.
   Kernel ResolvedKernel() const;
 
   internal::ContextState& state() { return *state_; }

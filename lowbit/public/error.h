@@ -14,7 +14,7 @@ class Error : public std::invalid_argument {
       : std::invalid_argument("lowbit: " + argument + ": " + rule),
         argument_(std::move(argument)) {}
 
-  // The name of the offending argument, e.g. "lhs", "rhs_offset" or "pipeline[2].result_shift".
+  /// The name of the offending argument, e.g. "lhs", "rhs_offset" or "pipeline[2].result_shift".
   const std::string& argument() const { return argument_; }
 
  private:

@@ -27,8 +27,8 @@ template <typename Scalar>
 constexpr bool kIsOperandScalar = std::is_same<std::remove_const_t<Scalar>, std::uint8_t>::value ||
                                   std::is_same<std::remove_const_t<Scalar>, std::int8_t>::value;
 
-// Runs the fused pipeline over one block of accumulators and stores the results, walking the
-// block in the result's storage order so that stores are sequential.
+/// Runs the fused pipeline over one block of accumulators and stores the results, walking the
+/// block in the result's storage order so that stores are sequential.
 template <typename ResultScalar, typename Pipeline>
 struct ResultWriter {
   const Pipeline& pipeline;
@@ -60,8 +60,8 @@ struct ResultWriter {
 
 namespace gemm_detail {
 
-// Every entry point's work, with the rhs either a matrix (prepacked_rhs null) or prepacked, and
-// operands of 8 bits (bit_depth null) or narrower.
+/// Every entry point's work, with the rhs either a matrix (prepacked_rhs null) or prepacked, and
+/// operands of 8 bits (bit_depth null) or narrower.
 template <typename LhsScalar, typename ResultScalar, typename... Stages>
 void Run(Context* context, const MatrixMap<LhsScalar>& lhs, const internal::MatrixView& rhs,
          const PrepackedRhs* prepacked_rhs, MatrixMap<ResultScalar>* result,
@@ -105,8 +105,8 @@ void Run(Context* context, const MatrixMap<LhsScalar>& lhs, const internal::Matr
 
 }  // namespace gemm_detail
 
-// result = pipeline((lhs + lhs_offset) * (rhs + rhs_offset)). The offsets are scalars or one
-// value per lhs row / rhs column. Throws lowbit::Error, before writing anything, for bad input.
+/// result = pipeline((lhs + lhs_offset) * (rhs + rhs_offset)). The offsets are scalars or one
+/// value per lhs row / rhs column. Throws lowbit::Error, before writing anything, for bad input.
 template <typename LhsScalar, typename RhsScalar, typename ResultScalar, typename... Stages>
 void GemmWithOutputPipeline(Context* context, const MatrixMap<LhsScalar>& lhs,
                             const MatrixMap<RhsScalar>& rhs, MatrixMap<ResultScalar>* result,
@@ -117,8 +117,8 @@ void GemmWithOutputPipeline(Context* context, const MatrixMap<LhsScalar>& lhs,
                    pipeline, nullptr);
 }
 
-// The same with an rhs packed once (lowbit/public/prepacked.h) on a context running the same
-// kernel.
+/// The same with an rhs packed once (lowbit/public/prepacked.h) on a context running the same
+/// kernel.
 template <typename LhsScalar, typename ResultScalar, typename... Stages>
 void GemmWithOutputPipeline(Context* context, const MatrixMap<LhsScalar>& lhs,
                             const PrepackedRhs& rhs, MatrixMap<ResultScalar>* result,
@@ -128,10 +128,10 @@ void GemmWithOutputPipeline(Context* context, const MatrixMap<LhsScalar>& lhs,
                    nullptr);
 }
 
-// With narrow operands (lowbit/public/bit_depth.h, doc/less-than-8-bit.md): in kRequantize mode the
-// result approximates the 8-bit result pipeline((lhs + lhs_offset) * (rhs + rhs_offset)); in
-// kDeclaredRange mode it is exact. The rhs is a MatrixMap or a PrepackedRhs packed with
-// matching params.
+/// With narrow operands (lowbit/public/bit_depth.h, doc/less-than-8-bit.md): in kRequantize mode
+/// the result approximates the 8-bit result pipeline((lhs + lhs_offset) * (rhs + rhs_offset)); in
+/// kDeclaredRange mode it is exact. The rhs is a MatrixMap or a PrepackedRhs packed with
+/// matching params.
 template <typename LhsScalar, typename RhsScalar, typename ResultScalar, typename... Stages>
 void GemmWithOutputPipeline(Context* context, const MatrixMap<LhsScalar>& lhs,
                             const MatrixMap<RhsScalar>& rhs, MatrixMap<ResultScalar>* result,
@@ -153,14 +153,14 @@ void GemmWithOutputPipeline(Context* context, const MatrixMap<LhsScalar>& lhs,
                    &bit_depth);
 }
 
-// The int32 accumulators themselves (an empty pipeline); Rhs is a MatrixMap or a PrepackedRhs.
+/// The int32 accumulators themselves (an empty pipeline); Rhs is a MatrixMap or a PrepackedRhs.
 template <typename LhsScalar, typename Rhs>
 void Gemm(Context* context, const MatrixMap<LhsScalar>& lhs, const Rhs& rhs,
           MatrixMap<std::int32_t>* result, const Offsets& lhs_offset, const Offsets& rhs_offset) {
   GemmWithOutputPipeline(context, lhs, rhs, result, lhs_offset, rhs_offset, std::tuple<>());
 }
 
-// The int32 accumulators of a GEMM with narrow operands; Rhs is a MatrixMap or a PrepackedRhs.
+/// The int32 accumulators of a GEMM with narrow operands; Rhs is a MatrixMap or a PrepackedRhs.
 template <typename LhsScalar, typename Rhs>
 void Gemm(Context* context, const MatrixMap<LhsScalar>& lhs, const Rhs& rhs,
           MatrixMap<std::int32_t>* result, const Offsets& lhs_offset, const Offsets& rhs_offset,
@@ -169,8 +169,8 @@ void Gemm(Context* context, const MatrixMap<LhsScalar>& lhs, const Rhs& rhs,
                          bit_depth);
 }
 
-// gemmlowp's classic uint8 GEMM, its bits: saturate_uint8(RoundingDivideByPOT((acc +
-// result_offset) * result_mult_int, result_shift)), the sum and the product wrapping in int32.
+/// gemmlowp's classic uint8 GEMM, its bits: saturate_uint8(RoundingDivideByPOT((acc +
+/// result_offset) * result_mult_int, result_shift)), the sum and the product wrapping in int32.
 template <typename LhsScalar, typename RhsScalar>
 void Gemm(Context* context, const MatrixMap<LhsScalar>& lhs, const MatrixMap<RhsScalar>& rhs,
           MatrixMap<std::uint8_t>* result, const Offsets& lhs_offset, const Offsets& rhs_offset,

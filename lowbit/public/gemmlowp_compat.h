@@ -52,7 +52,7 @@ class MatrixMap {
   int rows_, cols_, stride_;
 };
 
-// Col: one entry per result row; Row: one per result column.
+/// Col: one entry per result row; Row: one per result column.
 enum class VectorShape { Col, Row };
 
 template <typename tScalar, VectorShape tShape>
@@ -75,7 +75,7 @@ class VectorMap {
   int size_;
 };
 
-// A vector of `size` copies of one value.
+/// A vector of `size` copies of one value.
 template <typename tScalar, VectorShape tShape>
 class VectorDup {
  public:
@@ -195,8 +195,8 @@ MakeStandardOutputPipeline(const VectorMap<const std::int32_t, tShape>& result_o
 
 // --- Contexts and entry points (gemmlowp's public/gemmlowp.h) ---
 
-// gemmlowp's GemmContext: a lowbit::Context. Like gemmlowp's, one context runs one GEMM at a
-// time, and a thread count of 0 (the default) means the machine's hardware threads.
+/// gemmlowp's GemmContext: a lowbit::Context. Like gemmlowp's, one context runs one GEMM at a
+/// time, and a thread count of 0 (the default) means the machine's hardware threads.
 class GemmContext {
  public:
   GemmContext() { set_max_num_threads(0); }
@@ -312,8 +312,8 @@ constexpr void CheckInputType() {
 
 }  // namespace compat_detail
 
-// result = pipeline((lhs + lhs_offset) * (rhs + rhs_offset)) with per-row lhs offsets and
-// per-column rhs offsets (VectorMap or VectorDup).
+/// result = pipeline((lhs + lhs_offset) * (rhs + rhs_offset)) with per-row lhs offsets and
+/// per-column rhs offsets (VectorMap or VectorDup).
 template <typename InputScalar, typename OutputScalar, typename BitDepthParams, MapOrder LhsOrder,
           MapOrder RhsOrder, MapOrder ResultOrder, typename LhsOffset, typename RhsOffset,
           typename OutputPipelineType, typename GemmContextType>
@@ -345,7 +345,7 @@ void GemmWithOutputPipeline(GemmContextType* context,
       context, lhs, rhs, result, lhs_offsets, rhs_offsets, output_pipeline);
 }
 
-// gemmlowp's classic GEMM: MakeStandardOutputPipeline's requantization to uint8.
+/// gemmlowp's classic GEMM: MakeStandardOutputPipeline's requantization to uint8.
 template <typename Scalar, typename BitDepthParams, MapOrder LhsOrder, MapOrder RhsOrder,
           MapOrder ResultOrder, typename GemmContextType>
 void Gemm(GemmContextType* context, const MatrixMap<const Scalar, LhsOrder>& lhs,
@@ -363,7 +363,7 @@ void Gemm(GemmContextType* context, const MatrixMap<const Scalar, LhsOrder>& lhs
 // ldc. ---
 namespace eight_bit_int_gemm {
 
-// Both settings are exact 8-bit GEMMs, as in gemmlowp.
+/// Both settings are exact 8-bit GEMMs, as in gemmlowp.
 enum class BitDepthSetting { A8B8, A5B7 };
 
 namespace compat_detail {
@@ -402,7 +402,7 @@ inline void EightBitIntGemm(bool transpose_a, bool transpose_b, bool transpose_c
                c_mult_int, c_shift);
 }
 
-// c = float(acc) * c_offset (gemmlowp's name for the scale).
+/// c = float(acc) * c_offset (gemmlowp's name for the scale).
 inline void EightBitIntGemm(bool transpose_a, bool transpose_b, bool transpose_c, int m, int n,
                             int k, const std::uint8_t* a, std::int32_t a_offset, int lda,
                             const std::uint8_t* b, std::int32_t b_offset, int ldb, float* c,

@@ -11,9 +11,9 @@ namespace lowbit {
 
 enum class Order { kRowMajor, kColMajor };
 
-// A rows x cols matrix at `data`. Element (r, c) is data[r * stride + c] (row-major) or
-// data[r + c * stride] (column-major). The stride is in elements and must be at least the
-// length of a row (row-major) or of a column (column-major); the GEMM entry points check it.
+/// A rows x cols matrix at `data`. Element (r, c) is data[r * stride + c] (row-major) or
+/// data[r + c * stride] (column-major). The stride is in elements and must be at least the
+/// length of a row (row-major) or of a column (column-major); the GEMM entry points check it.
 template <typename Scalar>
 class MatrixMap {
  public:
@@ -22,7 +22,7 @@ class MatrixMap {
   MatrixMap(Scalar* data, int rows, int cols, Order order, int stride)
       : data_(data), rows_(rows), cols_(cols), order_(order), stride_(stride) {}
 
-  // A map of mutable data converts to a map of const data.
+  /// A map of mutable data converts to a map of const data.
   template <typename Other, typename = decltype(static_cast<Scalar*>(static_cast<Other*>(nullptr)))>
   MatrixMap(const MatrixMap<Other>& other)  // NOLINT(google-explicit-constructor)
       : MatrixMap(other.data(), other.rows(), other.cols(), other.order(), other.stride()) {}
@@ -47,15 +47,15 @@ class MatrixMap {
   int stride_;
 };
 
-// A contiguous vector of `size` elements.
+/// A contiguous vector of `size` elements.
 template <typename Scalar>
 class VectorMap {
  public:
   VectorMap(Scalar* data, int size) : data_(data), size_(size) {}
 
-  // A map of mutable data converts to a map of const data, as MatrixMap does: a bias or an
-  // offsets vector held as VectorMap<std::int32_t> passes where VectorMap<const std::int32_t>
-  // is taken.
+  /// A map of mutable data converts to a map of const data, as MatrixMap does: a bias or an
+  /// offsets vector held as VectorMap<std::int32_t> passes where VectorMap<const std::int32_t>
+  /// is taken.
   template <typename Other, typename = decltype(static_cast<Scalar*>(static_cast<Other*>(nullptr)))>
   VectorMap(const VectorMap<Other>& other)  // NOLINT(google-explicit-constructor)
       : VectorMap(other.data(), other.size()) {}
@@ -69,17 +69,17 @@ class VectorMap {
   int size_;
 };
 
-// Which result index a per-channel vector follows: kRow means one entry per result row (the
-// output channels of a weights-on-the-left layer), kCol one entry per result column.
+/// Which result index a per-channel vector follows: kRow means one entry per result row (the
+/// output channels of a weights-on-the-left layer), kCol one entry per result column.
 enum class ChannelAxis { kRow, kCol };
 
-// The value added to every lhs (rhs) entry before multiplying: a zero point z is passed as -z.
-// Either one scalar for the whole matrix, or one value per lhs row (rhs column).
+/// The value added to every lhs (rhs) entry before multiplying: a zero point z is passed as -z.
+/// Either one scalar for the whole matrix, or one value per lhs row (rhs column).
 class Offsets {
  public:
   Offsets(std::int32_t value)  // NOLINT(google-explicit-constructor)
       : per_channel_(nullptr), size_(0), value_(value), is_per_channel_(false) {}
-  // A VectorMap<std::int32_t> or VectorMap<const std::int32_t>.
+  /// A VectorMap<std::int32_t> or VectorMap<const std::int32_t>.
   template <typename Scalar, typename = std::enable_if_t<
                                  std::is_same<std::remove_const_t<Scalar>, std::int32_t>::value>>
   Offsets(VectorMap<Scalar> per_channel)  // NOLINT(google-explicit-constructor)

@@ -24,8 +24,8 @@ inline int ChannelIndex(ChannelAxis axis, int row, int col) {
   return axis == ChannelAxis::kRow ? row : col;
 }
 
-// Two's-complement wrapping arithmetic, the behaviour of the SIMD back ends (and of gemmlowp's
-// scalar code on every compiler in practice), without signed-overflow UB.
+/// Two's-complement wrapping arithmetic, the behaviour of the SIMD back ends (and of gemmlowp's
+/// scalar code on every compiler in practice), without signed-overflow UB.
 inline std::int32_t WrappingAdd(std::int32_t a, std::int32_t b) {
   return static_cast<std::int32_t>(static_cast<std::uint32_t>(a) + static_cast<std::uint32_t>(b));
 }
@@ -42,29 +42,29 @@ inline std::int32_t SaturateToInt32(std::int64_t x) {
                              std::numeric_limits<std::int32_t>::max()));
 }
 
-// The fixed-point requantization shared by the scalar and per-channel stages:
-// RoundingDivideByPOT(SRDHM(acc << left_shift, multiplier), right_shift) + offset.
+/// The fixed-point requantization shared by the scalar and per-channel stages:
+/// RoundingDivideByPOT(SRDHM(acc << left_shift, multiplier), right_shift) + offset.
 inline std::int32_t ScaleByFixedPoint(std::int32_t acc, std::int32_t multiplier, int left_shift,
                                       int right_shift, std::int32_t offset) {
   return fixedpoint::QuantizeDownByFixedPoint(WrappingShiftLeft(acc, left_shift), multiplier,
                                               right_shift, offset);
 }
 
-// The legacy gemmlowp requantization: RoundingDivideByPOT((acc + offset) * multiplier, shift),
-// the sum and the product wrapping in int32 as gemmlowp's do.
+/// The legacy gemmlowp requantization: RoundingDivideByPOT((acc + offset) * multiplier, shift),
+/// the sum and the product wrapping in int32 as gemmlowp's do.
 inline std::int32_t LegacyScale(std::int32_t acc, std::int32_t offset, std::int32_t multiplier,
                                 int shift) {
   return fixedpoint::RoundingDivideByPOT(WrappingMul(WrappingAdd(acc, offset), multiplier), shift);
 }
 
-// 32 random bits that depend only on (seed, row, col) (internal::StochasticRoundingHash):
-// stochastic rounding then gives the same bits whatever the blocking, thread count or ISA.
+/// 32 random bits that depend only on (seed, row, col) (internal::StochasticRoundingHash):
+/// stochastic rounding then gives the same bits whatever the blocking, thread count or ISA.
 inline std::uint32_t StochasticRoundingBits(std::uint32_t seed, int row, int col) {
   return internal::StochasticRoundingHash::Bits(seed, row, col);
 }
 
-// real(q) = (q - zero) / amplitude, as a FixedPoint<int32, 3> raw value, for q strictly inside
-// the +-8 cutoff where such a value is representable.
+/// real(q) = (q - zero) / amplitude, as a FixedPoint<int32, 3> raw value, for q strictly inside
+/// the +-8 cutoff where such a value is representable.
 inline std::int32_t CenteredToFixedPoint3(std::int64_t centered, std::int32_t amplitude) {
   const std::int64_t numerator = centered * (std::int64_t{1} << 28);
   const std::int64_t half = amplitude / 2;
@@ -72,7 +72,7 @@ inline std::int32_t CenteredToFixedPoint3(std::int64_t centered, std::int32_t am
                                                   : -((-numerator + half) / amplitude));
 }
 
-// zero + amplitude * value for a FixedPoint<int32, 0> value, rounded to nearest.
+/// zero + amplitude * value for a FixedPoint<int32, 0> value, rounded to nearest.
 inline std::int32_t FixedPoint0ToQuantized(std::int32_t raw, std::int32_t zero,
                                            std::int32_t amplitude) {
   const std::int64_t product = static_cast<std::int64_t>(raw) * amplitude;
@@ -81,10 +81,10 @@ inline std::int32_t FixedPoint0ToQuantized(std::int32_t raw, std::int32_t zero,
   return SaturateToInt32(zero + rounded);
 }
 
-// Applies a fixed-point function f: [-8, 8) -> [-1, 1] to the real value (acc - zero) /
-// amplitude and quantizes the result the same way. Beyond the cutoff the result is the
-// function's limit: zero + amplitude for large x, zero + low_limit * amplitude for very
-// negative x (tanh: -1, logistic: 0).
+/// Applies a fixed-point function f: [-8, 8) -> [-1, 1] to the real value (acc - zero) /
+/// amplitude and quantizes the result the same way. Beyond the cutoff the result is the
+/// function's limit: zero + amplitude for large x, zero + low_limit * amplitude for very
+/// negative x (tanh: -1, logistic: 0).
 template <typename Function>
 std::int32_t EvalOnRealValue(std::int32_t acc, std::int32_t zero, std::int32_t amplitude,
                              int low_limit, Function f) {
@@ -97,12 +97,12 @@ std::int32_t EvalOnRealValue(std::int32_t acc, std::int32_t zero, std::int32_t a
   return FixedPoint0ToQuantized(f(x).raw(), zero, amplitude);
 }
 
-// gemmlowp's OutputStageTanh, bit for bit: (acc - zero) / amplitude as a FixedPoint<int32, 3>
-// through the reciprocal of the amplitude normalized to [1/2, 1] (in double, as gemmlowp forms
-// it), gemmlowp's tanh, then times the amplitude normalized to [1/2, 1) and shifted back; inputs
-// at or beyond 8 amplitudes from zero give the end points. gemmlowp's bits need zero +- 8 *
-// amplitude within int32 (OutputStageTanh::Validate); other parameters give some value, computed
-// without overflow (a non-positive amplitude leaves every input at an end point).
+/// gemmlowp's OutputStageTanh, bit for bit: (acc - zero) / amplitude as a FixedPoint<int32, 3>
+/// through the reciprocal of the amplitude normalized to [1/2, 1] (in double, as gemmlowp forms
+/// it), gemmlowp's tanh, then times the amplitude normalized to [1/2, 1) and shifted back; inputs
+/// at or beyond 8 amplitudes from zero give the end points. gemmlowp's bits need zero +- 8 *
+/// amplitude within int32 (OutputStageTanh::Validate); other parameters give some value, computed
+/// without overflow (a non-positive amplitude leaves every input at an end point).
 inline std::int32_t GemmlowpTanh(std::int32_t acc, std::int32_t zero, std::int32_t amplitude) {
   using F0 = fixedpoint::FixedPoint<std::int32_t, 0>;
   using F3 = fixedpoint::FixedPoint<std::int32_t, 3>;
@@ -125,8 +125,8 @@ inline std::int32_t GemmlowpTanh(std::int32_t acc, std::int32_t zero, std::int32
   return WrappingAdd(zero, y.raw() >> (31 - amplitude_exponent));
 }
 
-// The per-channel fixed-point stages: one non-negative multiplier and one shift (exponent) in
-// [min, max] per channel.
+/// The per-channel fixed-point stages: one non-negative multiplier and one shift (exponent) in
+/// [min, max] per channel.
 inline void ValidatePerChannelScale(const std::string& name,
                                     const VectorMap<const std::int32_t>& multipliers,
                                     const char* shift_field,
@@ -141,7 +141,7 @@ inline void ValidatePerChannelScale(const std::string& name,
 
 }  // namespace stage_detail
 
-// acc + bias[row] (kRow) or acc + bias[col] (kCol).
+/// acc + bias[row] (kRow) or acc + bias[col] (kCol).
 struct OutputStageBiasAddition {
   VectorMap<const std::int32_t> bias;
   ChannelAxis axis;
@@ -149,7 +149,7 @@ struct OutputStageBiasAddition {
   void Validate(int rows, int cols, const std::string& name) const {
     checks::CheckChannelVector(name, "bias", bias, axis, rows, cols);
   }
-  // The caller memory Eval reads, for the check that it does not lie in the result.
+  /// The caller memory Eval reads, for the check that it does not lie in the result.
   template <typename Visit>
   void VisitInputs(Visit&& visit) const {
     visit("bias", bias);
@@ -163,9 +163,9 @@ struct OutputStageBiasAddition {
   }
 };
 
-// RoundingDivideByPOT(SRDHM(acc, result_fixedpoint_multiplier), result_shift)
-//   + result_offset_after_shift; the TFLite/gemmlowp requantization with a non-negative
-// multiplier (a real scale in [0, 1) as Q0.31) and a right shift in [0, 31].
+/// RoundingDivideByPOT(SRDHM(acc, result_fixedpoint_multiplier), result_shift)
+///   + result_offset_after_shift; the TFLite/gemmlowp requantization with a non-negative
+/// multiplier (a real scale in [0, 1) as Q0.31) and a right shift in [0, 31].
 struct OutputStageQuantizeDownInt32ByFixedPoint {
   std::int32_t result_fixedpoint_multiplier;
   int result_shift;
@@ -187,7 +187,7 @@ struct OutputStageQuantizeDownInt32ByFixedPoint {
   }
 };
 
-// The same with one multiplier and one shift per output channel.
+/// The same with one multiplier and one shift per output channel.
 struct OutputStageQuantizeDownInt32ByFixedPointPerChannel {
   VectorMap<const std::int32_t> result_fixedpoint_multiplier;
   VectorMap<const std::int32_t> result_shift;
@@ -198,7 +198,7 @@ struct OutputStageQuantizeDownInt32ByFixedPointPerChannel {
     stage_detail::ValidatePerChannelScale(name, result_fixedpoint_multiplier, "result_shift",
                                           result_shift, 0, 31, axis, rows, cols);
   }
-  // The caller memory Eval reads, for the check that it does not lie in the result.
+  /// The caller memory Eval reads, for the check that it does not lie in the result.
   template <typename Visit>
   void VisitInputs(Visit&& visit) const {
     visit("result_fixedpoint_multiplier", result_fixedpoint_multiplier);
@@ -217,8 +217,8 @@ struct OutputStageQuantizeDownInt32ByFixedPointPerChannel {
   }
 };
 
-// Left shift by max(e, 0) (wrapping), SRDHM by the multiplier, rounding right shift by
-// max(-e, 0), plus the offset: TFLite's MultiplyByQuantizedMultiplier with exponent e.
+/// Left shift by max(e, 0) (wrapping), SRDHM by the multiplier, rounding right shift by
+/// max(-e, 0), plus the offset: TFLite's MultiplyByQuantizedMultiplier with exponent e.
 struct OutputStageScaleInt32ByFixedPointAndExponent {
   std::int32_t result_fixedpoint_multiplier;
   int result_exponent;
@@ -241,7 +241,7 @@ struct OutputStageScaleInt32ByFixedPointAndExponent {
   }
 };
 
-// The same with one multiplier and one exponent per output channel.
+/// The same with one multiplier and one exponent per output channel.
 struct OutputStageScaleInt32ByFixedPointAndExponentPerChannel {
   VectorMap<const std::int32_t> result_fixedpoint_multiplier;
   VectorMap<const std::int32_t> result_exponent;
@@ -252,7 +252,7 @@ struct OutputStageScaleInt32ByFixedPointAndExponentPerChannel {
     stage_detail::ValidatePerChannelScale(name, result_fixedpoint_multiplier, "result_exponent",
                                           result_exponent, -31, 30, axis, rows, cols);
   }
-  // The caller memory Eval reads, for the check that it does not lie in the result.
+  /// The caller memory Eval reads, for the check that it does not lie in the result.
   template <typename Visit>
   void VisitInputs(Visit&& visit) const {
     visit("result_fixedpoint_multiplier", result_fixedpoint_multiplier);
@@ -273,8 +273,8 @@ struct OutputStageScaleInt32ByFixedPointAndExponentPerChannel {
   }
 };
 
-// Legacy gemmlowp requantization, its bits: RoundingDivideByPOT((acc + result_offset) *
-// result_mult_int, result_shift), the sum and the product wrapping in int32.
+/// Legacy gemmlowp requantization, its bits: RoundingDivideByPOT((acc + result_offset) *
+/// result_mult_int, result_shift), the sum and the product wrapping in int32.
 struct OutputStageQuantizeDownInt32ToUint8Scale {
   std::int32_t result_offset;
   std::int32_t result_mult_int;
@@ -290,7 +290,7 @@ struct OutputStageQuantizeDownInt32ToUint8Scale {
   }
 };
 
-// The legacy requantization with one offset and one multiplier per output channel.
+/// The legacy requantization with one offset and one multiplier per output channel.
 struct OutputStageQuantizeDownInt32ToUint8ScalePerChannel {
   VectorMap<const std::int32_t> result_offset;
   VectorMap<const std::int32_t> result_mult_int;
@@ -304,7 +304,7 @@ struct OutputStageQuantizeDownInt32ToUint8ScalePerChannel {
                              std::numeric_limits<std::int32_t>::max());
     checks::CheckInRange(name, "result_shift", result_shift, 0, 31);
   }
-  // The caller memory Eval reads, for the check that it does not lie in the result.
+  /// The caller memory Eval reads, for the check that it does not lie in the result.
   template <typename Visit>
   void VisitInputs(Visit&& visit) const {
     visit("result_offset", result_offset);
@@ -322,8 +322,8 @@ enum class Rounding {
   kStochastic,  // floor(x / 2^s + u), u uniform in [0, 1) from a hash of (seed, row, col)
 };
 
-// Multiplies by 2^exponent: a saturating left shift for exponent > 0, a rounding right shift
-// for exponent < 0. Stochastic rounding is unbiased and reproducible for a given seed.
+/// Multiplies by 2^exponent: a saturating left shift for exponent > 0, a rounding right shift
+/// for exponent < 0. Stochastic rounding is unbiased and reproducible for a given seed.
 struct OutputStageShiftByPOT {
   int exponent;
   Rounding rounding = Rounding::kNearest;
@@ -398,7 +398,7 @@ struct OutputStageSaturatingCastToUint8 : SaturatingCast<std::uint8_t> {};
 struct OutputStageSaturatingCastToInt8 : SaturatingCast<std::int8_t> {};
 struct OutputStageSaturatingCastToInt16 : SaturatingCast<std::int16_t> {};
 
-// Keeps the low 8 bits (acc mod 256).
+/// Keeps the low 8 bits (acc mod 256).
 struct OutputStageTruncatingCastToUint8 {
   void Validate(int, int, const std::string&) const {}
   bool Compile(internal::OutputProgram* program) const {
@@ -409,16 +409,16 @@ struct OutputStageTruncatingCastToUint8 {
   }
 };
 
-// Which tanh OutputStageTanh computes: gemmlowp's (its OutputStageTanh, bit for bit, the
-// default) or lowbit's own, nearer the exact value (doc/output-pipeline.md compares them).
+/// Which tanh OutputStageTanh computes: gemmlowp's (its OutputStageTanh, bit for bit, the
+/// default) or lowbit's own, nearer the exact value (doc/output-pipeline.md compares them).
 enum class TanhArithmetic { kGemmlowp, kAccurate };
 
-// The real value of an int32 q is (q - real_zero_as_int32) / real_amplitude_as_int32, on input
-// and on output. Tanh maps it to real_zero + real_amplitude * tanh(x), in
-// [real_zero - real_amplitude, real_zero + real_amplitude]; inputs at or beyond |x| = 8 give
-// the end points (tanh(8) is within 2^-22 of 1). gemmlowp's arithmetic needs
-// real_zero +- 8 * real_amplitude within int32 (gemmlowp forms those bounds in int32); the
-// accurate one takes any positive amplitude.
+/// The real value of an int32 q is (q - real_zero_as_int32) / real_amplitude_as_int32, on input
+/// and on output. Tanh maps it to real_zero + real_amplitude * tanh(x), in
+/// [real_zero - real_amplitude, real_zero + real_amplitude]; inputs at or beyond |x| = 8 give
+/// the end points (tanh(8) is within 2^-22 of 1). gemmlowp's arithmetic needs
+/// real_zero +- 8 * real_amplitude within int32 (gemmlowp forms those bounds in int32); the
+/// accurate one takes any positive amplitude.
 struct OutputStageTanh {
   std::int32_t real_zero_as_int32;
   std::int32_t real_amplitude_as_int32;
@@ -450,9 +450,9 @@ struct OutputStageTanh {
   }
 };
 
-// Logistic maps the real value x to real_zero + real_amplitude * logistic(x), in
-// [real_zero, real_zero + real_amplitude]; |x| >= 8 gives the end points. gemmlowp has no such
-// stage: this one is lowbit's, on lowbit's accurate logistic.
+/// Logistic maps the real value x to real_zero + real_amplitude * logistic(x), in
+/// [real_zero, real_zero + real_amplitude]; |x| >= 8 gives the end points. gemmlowp has no such
+/// stage: this one is lowbit's, on lowbit's accurate logistic.
 struct OutputStageLogistic {
   std::int32_t real_zero_as_int32;
   std::int32_t real_amplitude_as_int32;

@@ -13,8 +13,8 @@
 
 namespace lowbit {
 
-// The linked library's version as "major.minor.patch". Programs built against other headers than
-// the library they load can compare it with the LOWBIT_VERSION_* macros.
+/// The linked library's version as "major.minor.patch". Programs built against other headers than
+/// the library they load can compare it with the LOWBIT_VERSION_* macros.
 const char* Version();
 
 }  // namespace lowbit
