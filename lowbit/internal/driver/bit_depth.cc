@@ -8,6 +8,7 @@
 #include <string>
 
 #include "lowbit/internal/driver/context_state.h"
+#include "lowbit/internal/driver/scratch.h"
 #include "lowbit/internal/kernel/kernel.h"
 #include "lowbit/public/checks.h"
 #include "lowbit/public/error.h"
@@ -31,8 +32,6 @@ const char* BitDepthRoundingName(BitDepthRounding rounding) {
 
 namespace internal {
 namespace {
-
-std::size_t AlignUp(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 std::string Describe(const BitDepthParams& params) {
   std::string text = std::to_string(params.lhs_bits) + "-bit lhs, " +

@@ -19,6 +19,7 @@
 
 #include "lowbit/internal/driver/blocking.h"
 #include "lowbit/internal/driver/context_state.h"
+#include "lowbit/internal/driver/scratch.h"
 #include "lowbit/internal/kernel/kernel.h"
 #include "lowbit/internal/output/output.h"
 #include "lowbit/internal/output/unpack.h"
@@ -27,90 +28,10 @@ namespace lowbit {
 namespace internal {
 namespace {
 
-std::size_t AlignUp(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
-
 // Where part `index` starts when `count` items are split into `parts` near-equal parts.
 int PartStart(int count, int parts, int index) {
   return static_cast<int>(static_cast<std::int64_t>(count) * index / parts);
 }
-
-// A row stride for accumulator blocks: whole register tiles, and an odd number of cache lines
-// so that walking down a column does not keep hitting the same L1 set.
-int AccumulatorStride(int cols, const KernelFormat& format) {
-  constexpr int kLine = 64 / sizeof(std::int32_t);
-  int lines = (RoundUp(cols, format.rhs_cols) + kLine - 1) / kLine;
-  if (lines % 2 == 0) ++lines;
-  return lines * kLine;
-}
-
-// Scratch memory: the shared packed rhs chunk (unless each task packs its own rhs blocks),
-// column sums and effective offsets, then one slot per worker for its packed lhs rows, row
-// sums, accumulator block and, when streaming, packed rhs block.
-struct ScratchLayout {
-  std::size_t packed_rhs_bytes;
-  std::size_t col_sums_bytes;
-  std::size_t lhs_offsets_bytes;
-  std::size_t rhs_offsets_bytes;
-  std::size_t packed_lhs_bytes;
-  std::size_t row_sums_bytes;
-  std::size_t row_parts_bytes;
-  std::size_t col_parts_bytes;
-  std::size_t acc_bytes;
-  std::size_t rhs_block_bytes;
-
-  ScratchLayout(const KernelFormat& format, const Blocking& blocking, int rows, int cols,
-                int padded_depth, bool stream_rhs, bool rhs_prepacked)
-      : packed_rhs_bytes(stream_rhs || rhs_prepacked
-                             ? 0
-                             : AlignUp(static_cast<std::size_t>(blocking.rhs_cols) * padded_depth *
-                                       PackedSize(format.rhs_type))),
-        col_sums_bytes(AlignUp(sizeof(std::int32_t) * blocking.rhs_cols)),
-        lhs_offsets_bytes(AlignUp(sizeof(std::int32_t) * rows)),
-        rhs_offsets_bytes(AlignUp(sizeof(std::int32_t) * cols)),
-        packed_lhs_bytes(AlignUp(static_cast<std::size_t>(blocking.rows) * padded_depth *
-                                 PackedSize(format.lhs_type))),
-        row_sums_bytes(AlignUp(sizeof(std::int32_t) * blocking.rows)),
-        row_parts_bytes(row_sums_bytes),
-        col_parts_bytes(AlignUp(sizeof(std::int32_t) * blocking.cols)),
-        acc_bytes(AlignUp(sizeof(std::int32_t) * blocking.rows *
-                          AccumulatorStride(blocking.cols, format))),
-        rhs_block_bytes(stream_rhs ? AlignUp(static_cast<std::size_t>(blocking.streamed_cols) *
-                                             padded_depth * PackedSize(format.rhs_type))
-                                   : 0) {}
-
-  std::size_t Shared() const {
-    return packed_rhs_bytes + col_sums_bytes + lhs_offsets_bytes + rhs_offsets_bytes;
-  }
-  std::size_t PerWorker() const {
-    return packed_lhs_bytes + row_sums_bytes + row_parts_bytes + col_parts_bytes + acc_bytes +
-           rhs_block_bytes;
-  }
-  std::size_t Total(int workers) const { return Shared() + PerWorker() * workers; }
-};
-
-struct SharedScratch {
-  // Written when the driver packs the rhs itself.
-  char* packed_rhs;
-  std::int32_t* col_sums;
-  // Read by the kernels: the current chunk's packed rhs panels and column sums, in packed_rhs
-  // and col_sums, or in a prepacked rhs.
-  const char* rhs_panels;
-  const std::int32_t* rhs_col_sums;
-  std::int32_t* lhs_offsets;
-  std::int32_t* rhs_offsets;
-};
-
-struct WorkerScratch {
-  char* packed_lhs;
-  // The packed rows' sums, then (MakeRowTerms) their offset row terms.
-  std::int32_t* row_sums;
-  // Separable offset terms (OffsetTerms::row_part): the task's rows' parts, and the current
-  // block's columns' parts.
-  std::int32_t* row_parts;
-  std::int32_t* col_parts;
-  std::int32_t* acc;
-  char* rhs_block;
-};
 
 struct GemmTask {
   const KernelImplementation& kernel;
@@ -155,23 +76,6 @@ struct GemmTask {
   std::size_t RhsPanelBytes() const {
     return static_cast<std::size_t>(kernel.format.rhs_cols) * padded_depth *
            PackedSize(kernel.format.rhs_type);
-  }
-
-  WorkerScratch ForWorker(int worker) const {
-    char* p = scratch + layout.Shared() + layout.PerWorker() * worker;
-    WorkerScratch worker_scratch;
-    worker_scratch.packed_lhs = p;
-    p += layout.packed_lhs_bytes;
-    worker_scratch.row_sums = reinterpret_cast<std::int32_t*>(p);
-    p += layout.row_sums_bytes;
-    worker_scratch.row_parts = reinterpret_cast<std::int32_t*>(p);
-    p += layout.row_parts_bytes;
-    worker_scratch.col_parts = reinterpret_cast<std::int32_t*>(p);
-    p += layout.col_parts_bytes;
-    worker_scratch.acc = reinterpret_cast<std::int32_t*>(p);
-    p += layout.acc_bytes;
-    worker_scratch.rhs_block = p;
-    return worker_scratch;
   }
 
   // Worker `part` of `workers` packs its share of the chunk's rhs panels, whole depth.
@@ -325,7 +229,7 @@ struct GemmTask {
   // Tasks go to whichever worker asks first: a worker slowed by another process on the
   // machine takes fewer of them, and each worker still has scratch slot `worker` to itself.
   void RunWorker(int worker) {
-    const WorkerScratch worker_scratch = ForWorker(worker);
+    const WorkerScratch worker_scratch = layout.Worker(scratch, worker);
     int first_panel = 0, end_panel = 0, col_part = 0;
     while (NextTask(&first_panel, &end_panel, &col_part)) {
       RunTask(worker_scratch, first_panel, end_panel, col_part);
@@ -430,13 +334,7 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   const ScratchLayout layout(format, blocking, rows, cols, padded_depth, stream_rhs,
                              packed_rhs != nullptr);
   char* scratch = static_cast<char*>(state.Scratch(layout.Total(threads)));
-  SharedScratch shared;
-  shared.packed_rhs = scratch;
-  shared.col_sums = reinterpret_cast<std::int32_t*>(scratch + layout.packed_rhs_bytes);
-  shared.lhs_offsets = shared.col_sums + layout.col_sums_bytes / sizeof(std::int32_t);
-  shared.rhs_offsets = shared.lhs_offsets + layout.lhs_offsets_bytes / sizeof(std::int32_t);
-  shared.rhs_panels = shared.packed_rhs;
-  shared.rhs_col_sums = shared.col_sums;
+  SharedScratch shared = layout.Shared(scratch);
   EffectiveOffsets(lhs_offset, PackedValueShift(format.lhs_type, lhs), rows, shared.lhs_offsets);
   EffectiveOffsets(rhs_offset, PackedValueShift(format.rhs_type, rhs), cols, shared.rhs_offsets);
   const bool separable_terms =
