@@ -177,6 +177,23 @@ TEST_P(LargeShapeTest, OddAndPrimeShapesMatchReference) {
   }
 }
 
+// An lhs of up to 8 rows (and one more) against an rhs stored column-major, each column's depth
+// values adjacent: where the kernel has a direct product (DirectRhsFunction) it reads the rhs
+// unpacked, 64 depth values a step, so the depths cross and straddle whole steps.
+TEST_P(LargeShapeTest, ShortLhsAgainstAdjacentRhsColumnsMatchReference) {
+  std::uint32_t index = 0;
+  for (int rows = 1; rows <= 9; ++rows) {
+    for (int depth : {1, 63, 64, 65, 128, 200, 1031}) {
+      for (int cols : {1, 2, 3, 4, 5, 7, 33, 100}) {
+        Problem problem = MakeProblem({rows, depth, cols}, index++);
+        problem.rhs_order = Order::kColMajor;
+        CheckProblemAnyTypes(&context_, problem, std::tuple<>());
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
 TEST_P(LargeShapeTest, LargeShapesMatchReference) {
   std::uint32_t index = 11;
   for (const Shape shape : {Shape{256, 256, 256}, Shape{1031, 1237, 17}, Shape{67, 1500, 389}}) {

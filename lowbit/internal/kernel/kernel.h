@@ -69,12 +69,28 @@ using PackFunction = void (*)(const MatrixView& source, int start, int count, in
 using MicroKernelFunction = void (*)(const void* lhs_panel, const void* rhs_panel, int padded_depth,
                                      int rows, std::int32_t* acc, int acc_stride, bool accumulate);
 
+// The product of a short lhs and an rhs read where it lies, for an rhs whose columns each hold
+// their depth values adjacent: packing such an rhs costs more than the product of a few rows.
+// acc[i * acc_stride + j] = sum over d of lhs(i, d) * rhs(j, d), and col_sums[j] = sum over d of
+// rhs(j, d), for rows i < `rows` (1 .. kMaxDirectRhsRows) and columns j < `cols` of rhs_columns
+// from `first_column` on, in wrapping int32 arithmetic. lhs holds the rows one after another,
+// `depth` values each, as packed for format.lhs_type; rhs(j, d) is the value packing for
+// format.rhs_type would store (PackedValueShift). rhs_columns is the rhs seen transposed,
+// row-major.
+using DirectRhsFunction = void (*)(const void* lhs, int rows, int depth,
+                                   const MatrixView& rhs_columns, int first_column, int cols,
+                                   std::int32_t* acc, int acc_stride, std::int32_t* col_sums);
+constexpr int kMaxDirectRhsRows = 8;
+
 struct KernelImplementation {
   Kernel kernel;
   KernelFormat format;
   PackFunction pack_lhs;
   PackFunction pack_rhs;
   MicroKernelFunction micro_kernel;
+  // Where the kernel has one: the driver uses it instead of packing the rhs for an lhs of at most
+  // kMaxDirectRhsRows rows whose rhs columns are adjacent in memory.
+  DirectRhsFunction direct_rhs = nullptr;
 };
 
 const KernelImplementation& ReferenceKernel();

@@ -1,11 +1,12 @@
 // The AVX-512 VNNI kernel (compiled with -mavx512f -mavx512bw -mavx512vnni): the 6-row tile of
 // kernel_pairs_x86.h on zmm registers, 6 rows by 32 columns, where one vpdpbusd multiplies 4
-// depth values of unsigned rhs bytes by a signed lhs group and adds them to an int32 lane.
-#include <immintrin.h>
-
+// depth values of unsigned rhs bytes by a signed lhs group and adds them to an int32 lane; and
+// the direct product of a short lhs with an rhs whose columns are adjacent, read unpacked.
 #include <cstdint>
 #include <cstring>
 
+// <immintrin.h> through this header first: without GCC 12's false -Wuninitialized reports.
+#include "lowbit/fixedpoint/fixedpoint_avx512.h"
 #include "lowbit/internal/kernel/kernel.h"
 #include "lowbit/internal/kernel/kernel_pairs_x86.h"
 #include "lowbit/internal/pack/pack_x86.h"
@@ -61,11 +62,98 @@ void PackRhsAvx512Vnni(const MatrixView& source, int start, int count, int depth
                        packed, sums);
 }
 
+// One step of DirectColumns: 64 depth values from `d` on, those outside `mask` read as zeros.
+template <int kRows, int kCols>
+__attribute__((always_inline)) inline void DirectStep(const std::int8_t* lhs, int depth,
+                                                      const std::uint8_t* rhs,
+                                                      std::ptrdiff_t stride, int d, __mmask64 mask,
+                                                      __m512i flip, __m512i ones,
+                                                      __m512i (&sums)[kRows][kCols],
+                                                      __m512i (&col)[kCols]) {
+  __m512i values[kCols];
+#pragma GCC unroll 4
+  for (int j = 0; j < kCols; ++j) {
+    values[j] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, rhs + j * stride + d), flip);
+    col[j] = _mm512_dpbusd_epi32(col[j], values[j], ones);
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < kRows; ++i) {
+    const __m512i row =
+        _mm512_maskz_loadu_epi8(mask, lhs + static_cast<std::ptrdiff_t>(i) * depth + d);
+#pragma GCC unroll 4
+    for (int j = 0; j < kCols; ++j) sums[i][j] = _mm512_dpbusd_epi32(sums[i][j], values[j], row);
+  }
+}
+
+// kCols rhs columns of the direct product (DirectRhsFunction) against kRows lhs rows: 64 depth
+// values of each column a step, one vpdpbusd per row and column and one by ones for the column's
+// sum, reduced to single sums after the last step. Masked loads read the last partial step: the
+// lhs bytes past the depth load as zeros and the ones vector is masked too, so that what lies
+// beyond an rhs column's depth adds nothing.
+template <int kRows, int kCols>
+void DirectColumns(const std::int8_t* lhs, int depth, const std::uint8_t* rhs,
+                   std::ptrdiff_t stride, __m512i flip, std::int32_t* acc, int acc_stride,
+                   std::int32_t* col_sums) {
+  constexpr int kStep = 64;
+  const __m512i ones = _mm512_set1_epi8(1);
+  __m512i sums[kRows][kCols];
+  __m512i col[kCols];
+#pragma GCC unroll 4
+  for (int j = 0; j < kCols; ++j) {
+    col[j] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int i = 0; i < kRows; ++i) sums[i][j] = _mm512_setzero_si512();
+  }
+  // Whole steps with a constant mask, so that the lhs loads fold into vpdpbusd. (Reducing 16
+  // accumulators at once by a transposing tree ran slower: GCC then spilled accumulators.)
+  int d = 0;
+  for (; d + kStep <= depth; d += kStep) {
+    DirectStep<kRows, kCols>(lhs, depth, rhs, stride, d, ~__mmask64{0}, flip, ones, sums, col);
+  }
+  if (d < depth) {
+    const __mmask64 mask = (__mmask64{1} << (depth - d)) - 1;
+    DirectStep<kRows, kCols>(lhs, depth, rhs, stride, d, mask, flip,
+                             _mm512_maskz_mov_epi8(mask, ones), sums, col);
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < kCols; ++j) {
+    col_sums[j] = _mm512_reduce_add_epi32(col[j]);
+#pragma GCC unroll 8
+    for (int i = 0; i < kRows; ++i) acc[i * acc_stride + j] = _mm512_reduce_add_epi32(sums[i][j]);
+  }
+}
+
+// Four columns at a time for up to four rows, three for up to six, two for more: the
+// accumulators, a step's rhs values and two constants stay within the 32 zmm registers.
+void DirectRhsAvx512Vnni(const void* lhs, int rows, int depth, const MatrixView& rhs_columns,
+                         int first_column, int cols, std::int32_t* acc, int acc_stride,
+                         std::int32_t* col_sums) {
+  const auto* lhs_values = static_cast<const std::int8_t*>(lhs);
+  const std::ptrdiff_t stride = rhs_columns.stride;
+  const auto* rhs = static_cast<const std::uint8_t*>(rhs_columns.data) + first_column * stride;
+  // Unsigned rhs bytes for vpdpbusd: int8 values + 128 (kFormat.rhs_type is kUint8).
+  const __m512i flip = _mm512_set1_epi8(rhs_columns.type == ElementType::kInt8 ? -128 : 0);
+  ForRowCount<kMaxDirectRhsRows>(rows, [&](auto row_count) {
+    constexpr int kRows = decltype(row_count)::value;
+    constexpr int kCols = kRows <= 4 ? 4 : kRows <= 6 ? 3 : 2;
+    int j = 0;
+    for (; j + kCols <= cols; j += kCols) {
+      DirectColumns<kRows, kCols>(lhs_values, depth, rhs + j * stride, stride, flip, acc + j,
+                                  acc_stride, col_sums + j);
+    }
+    for (; j < cols; ++j) {
+      DirectColumns<kRows, 1>(lhs_values, depth, rhs + j * stride, stride, flip, acc + j,
+                              acc_stride, col_sums + j);
+    }
+  });
+}
+
 }  // namespace
 
 const KernelImplementation& Avx512VnniKernel() {
-  static const KernelImplementation implementation{Kernel::kAvx512Vnni, kFormat, &PackLhsAvx512Vnni,
-                                                   &PackRhsAvx512Vnni, &Tile::MicroKernel};
+  static const KernelImplementation implementation{Kernel::kAvx512Vnni, kFormat,
+                                                   &PackLhsAvx512Vnni,  &PackRhsAvx512Vnni,
+                                                   &Tile::MicroKernel,  &DirectRhsAvx512Vnni};
   return implementation;
 }
 
