@@ -42,8 +42,10 @@ install_aarch64_sysroot() {
 LOWBIT_AARCH64_PACKAGES=(g++-aarch64-linux-gnu qemu-user)
 # libgemmlowp-dev: the tests compare lowbit with gemmlowp where it carries gemmlowp's names.
 # pkgconf: the tests build a program with the flags of the installed lowbit.pc.
+# pybind11-dev, python3-dev, python3-numpy: the Python module (python/, doc/python.md).
 LOWBIT_BUILD_PACKAGES=(cmake make g++ libgtest-dev libbenchmark-dev libcpuinfo-dev
-                       libpthreadpool-dev zlib1g-dev libgemmlowp-dev pkgconf)
+                       libpthreadpool-dev zlib1g-dev libgemmlowp-dev pkgconf pybind11-dev
+                       python3-dev python3-numpy)
 # Fashion-MNIST (/usr/share/datasets/fashion-mnist), for the training benchmark; the tests skip it.
 LOWBIT_TRAIN_DATA_PACKAGES=(dataset-fashion-mnist)
 # scripts/train-bench --peers: PyTorch float32 (bench/train_pytorch.py, run by /usr/bin/python3)
