@@ -2,8 +2,8 @@
 // of lanes at a time, adds their offset terms, runs the OutputProgram on the fixedpoint back end
 // of that ISA (one line's work: lowbit/internal/output/output_line.h) and stores the lanes narrowed
 // to the result type. Included only by the per-ISA files
-// (lowbit/internal/output/output_{sse41,avx2,avx512,neon}.cc), each compiled for its ISA, so that every function
-// here is instantiated for one ISA's types only.
+// (lowbit/internal/output/output_{sse41,avx2,avx512,neon}.cc), each compiled for its ISA, so that
+// every function here is instantiated for one ISA's types only.
 #ifndef LOWBIT_INTERNAL_OUTPUT_OUTPUT_WRITER_H_
 #define LOWBIT_INTERNAL_OUTPUT_OUTPUT_WRITER_H_
 
