@@ -67,13 +67,13 @@ template <int kRows, int kCols>
 __attribute__((always_inline)) inline void DirectStep(const std::int8_t* lhs, int depth,
                                                       const std::uint8_t* rhs,
                                                       std::ptrdiff_t stride, int d, __mmask64 mask,
-                                                      __m512i flip, __m512i ones,
+                                                      __m512i delta, __m512i ones,
                                                       __m512i (&sums)[kRows][kCols],
                                                       __m512i (&col)[kCols]) {
   __m512i values[kCols];
 #pragma GCC unroll 4
   for (int j = 0; j < kCols; ++j) {
-    values[j] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, rhs + j * stride + d), flip);
+    values[j] = _mm512_add_epi8(_mm512_maskz_loadu_epi8(mask, rhs + j * stride + d), delta);
     col[j] = _mm512_dpbusd_epi32(col[j], values[j], ones);
   }
 #pragma GCC unroll 8
@@ -92,7 +92,7 @@ __attribute__((always_inline)) inline void DirectStep(const std::int8_t* lhs, in
 // beyond an rhs column's depth adds nothing.
 template <int kRows, int kCols>
 void DirectColumns(const std::int8_t* lhs, int depth, const std::uint8_t* rhs,
-                   std::ptrdiff_t stride, __m512i flip, std::int32_t* acc, int acc_stride,
+                   std::ptrdiff_t stride, __m512i delta, std::int32_t* acc, int acc_stride,
                    std::int32_t* col_sums) {
   constexpr int kStep = 64;
   const __m512i ones = _mm512_set1_epi8(1);
@@ -108,11 +108,11 @@ void DirectColumns(const std::int8_t* lhs, int depth, const std::uint8_t* rhs,
   // accumulators at once by a transposing tree ran slower: GCC then spilled accumulators.)
   int d = 0;
   for (; d + kStep <= depth; d += kStep) {
-    DirectStep<kRows, kCols>(lhs, depth, rhs, stride, d, ~__mmask64{0}, flip, ones, sums, col);
+    DirectStep<kRows, kCols>(lhs, depth, rhs, stride, d, ~__mmask64{0}, delta, ones, sums, col);
   }
   if (d < depth) {
     const __mmask64 mask = (__mmask64{1} << (depth - d)) - 1;
-    DirectStep<kRows, kCols>(lhs, depth, rhs, stride, d, mask, flip,
+    DirectStep<kRows, kCols>(lhs, depth, rhs, stride, d, mask, delta,
                              _mm512_maskz_mov_epi8(mask, ones), sums, col);
   }
 #pragma GCC unroll 4
@@ -131,18 +131,20 @@ void DirectRhsAvx512Vnni(const void* lhs, int rows, int depth, const MatrixView&
   const auto* lhs_values = static_cast<const std::int8_t*>(lhs);
   const std::ptrdiff_t stride = rhs_columns.stride;
   const auto* rhs = static_cast<const std::uint8_t*>(rhs_columns.data) + first_column * stride;
-  // Unsigned rhs bytes for vpdpbusd: int8 values + 128 (kFormat.rhs_type is kUint8).
-  const __m512i flip = _mm512_set1_epi8(rhs_columns.type == ElementType::kInt8 ? -128 : 0);
+  // The rhs values as packing to kFormat.rhs_type (kUint8) stores them, unsigned for vpdpbusd:
+  // int8 values + 2^(bits - 1).
+  const __m512i delta =
+      _mm512_set1_epi8(static_cast<char>(-PackedValueShift(kFormat.rhs_type, rhs_columns)));
   ForRowCount<kMaxDirectRhsRows>(rows, [&](auto row_count) {
     constexpr int kRows = decltype(row_count)::value;
     constexpr int kCols = kRows <= 4 ? 4 : kRows <= 6 ? 3 : 2;
     int j = 0;
     for (; j + kCols <= cols; j += kCols) {
-      DirectColumns<kRows, kCols>(lhs_values, depth, rhs + j * stride, stride, flip, acc + j,
+      DirectColumns<kRows, kCols>(lhs_values, depth, rhs + j * stride, stride, delta, acc + j,
                                   acc_stride, col_sums + j);
     }
     for (; j < cols; ++j) {
-      DirectColumns<kRows, 1>(lhs_values, depth, rhs + j * stride, stride, flip, acc + j,
+      DirectColumns<kRows, 1>(lhs_values, depth, rhs + j * stride, stride, delta, acc + j,
                               acc_stride, col_sums + j);
     }
   });
