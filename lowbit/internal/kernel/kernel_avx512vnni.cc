@@ -62,6 +62,17 @@ void PackRhsAvx512Vnni(const MatrixView& source, int start, int count, int depth
                        packed, sums);
 }
 
+// The sum of the 16 lanes, wrapping. In vector lanes throughout: GCC's _mm512_reduce_add_epi32
+// adds the last lanes as scalar ints, whose overflow is undefined behaviour.
+std::int32_t SumOfLanes(__m512i v) {
+  v = _mm512_add_epi32(v, _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
+  const __m256i half = _mm512_castsi512_si256(v);
+  __m128i quarter = _mm_add_epi32(_mm256_castsi256_si128(half), _mm256_extracti128_si256(half, 1));
+  quarter = _mm_add_epi32(quarter, _mm_shuffle_epi32(quarter, _MM_SHUFFLE(1, 0, 3, 2)));
+  quarter = _mm_add_epi32(quarter, _mm_shuffle_epi32(quarter, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(quarter);
+}
+
 // One step of DirectColumns: 64 depth values from `d` on, those outside `mask` read as zeros.
 template <int kRows, int kCols>
 __attribute__((always_inline)) inline void DirectStep(const std::int8_t* lhs, int depth,
@@ -117,9 +128,9 @@ void DirectColumns(const std::int8_t* lhs, int depth, const std::uint8_t* rhs,
   }
 #pragma GCC unroll 4
   for (int j = 0; j < kCols; ++j) {
-    col_sums[j] = _mm512_reduce_add_epi32(col[j]);
+    col_sums[j] = SumOfLanes(col[j]);
 #pragma GCC unroll 8
-    for (int i = 0; i < kRows; ++i) acc[i * acc_stride + j] = _mm512_reduce_add_epi32(sums[i][j]);
+    for (int i = 0; i < kRows; ++i) acc[i * acc_stride + j] = SumOfLanes(sums[i][j]);
   }
 }
 
