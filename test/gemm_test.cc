@@ -183,8 +183,8 @@ TEST_P(LargeShapeTest, OddAndPrimeShapesMatchReference) {
 TEST_P(LargeShapeTest, ShortLhsAgainstAdjacentRhsColumnsMatchReference) {
   std::uint32_t index = 0;
   for (int rows = 1; rows <= 9; ++rows) {
-    for (int depth : {1, 63, 64, 65, 128, 200, 1031}) {
-      for (int cols : {1, 2, 3, 4, 5, 7, 33, 100}) {
+    for (int depth : {1, 63, 64, 65, 200}) {
+      for (int cols : {1, 3, 4, 7, 33}) {
         Problem problem = MakeProblem({rows, depth, cols}, index++);
         problem.rhs_order = Order::kColMajor;
         CheckProblemAnyTypes(&context_, problem, std::tuple<>());
