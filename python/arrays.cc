@@ -50,6 +50,15 @@ bool IsSignedByteArray(const py::array& array, const std::string& argument) {
   throw Error(argument, "must have dtype uint8 or int8, got " + DtypeName(array));
 }
 
+OperandArrays::OperandArrays(py::handle lhs_object, py::handle rhs_object)
+    : lhs(RequireArray(lhs_object, "lhs")),
+      rhs(RequireArray(rhs_object, "rhs")),
+      lhs_signed(IsSignedByteArray(lhs, "lhs")),
+      rhs_signed(IsSignedByteArray(rhs, "rhs")) {
+  LayoutOf(lhs, "lhs");
+  LayoutOf(rhs, "rhs");
+}
+
 Layout LayoutOf(const py::array& array, const std::string& argument) {
   if (array.ndim() != 2) {
     throw Error(argument, "must be a 2-D array, got " + std::to_string(array.ndim()) +

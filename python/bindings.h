@@ -51,6 +51,16 @@ struct Layout {
 // `argument` for another dimension count or no axis of unit stride.
 Layout LayoutOf(const py::array& array, const std::string& argument);
 
+// A GEMM's two operands, checked in the order a caller's mistakes should be reported, before any
+// other argument is converted: numpy arrays, uint8 or int8, with a layout a MatrixMap can take.
+struct OperandArrays {
+  OperandArrays(py::handle lhs_object, py::handle rhs_object);
+  py::array lhs;
+  py::array rhs;
+  bool lhs_signed;
+  bool rhs_signed;
+};
+
 // The array as a matrix map (Scalar its dtype), valid while `array` lives.
 template <typename Scalar>
 MatrixMap<const Scalar> MatrixOf(const py::array& array, const std::string& argument) {

@@ -171,13 +171,11 @@ py::array GemmOnArrays(py::handle lhs_object, py::handle rhs_object, py::handle 
                        py::handle rhs_offset_object, py::handle pipeline_object,
                        py::handle bit_depth_object, py::handle threads, py::handle kernel,
                        py::handle context_object, py::handle out) {
-  const py::array lhs = RequireArray(lhs_object, "lhs");
-  const py::array rhs = RequireArray(rhs_object, "rhs");
-  const bool lhs_signed = IsSignedByteArray(lhs, "lhs");
-  const bool rhs_signed = IsSignedByteArray(rhs, "rhs");
-  // The layouts are checked here, before any conversion below can fail on a later argument.
-  LayoutOf(lhs, "lhs");
-  LayoutOf(rhs, "rhs");
+  const OperandArrays operands(lhs_object, rhs_object);
+  const py::array& lhs = operands.lhs;
+  const py::array& rhs = operands.rhs;
+  const bool lhs_signed = operands.lhs_signed;
+  const bool rhs_signed = operands.rhs_signed;
   py::array_t<std::int32_t> lhs_offset_storage, rhs_offset_storage;
   const Offsets lhs_offset = OffsetsOf(lhs_offset_object, "lhs_offset", &lhs_offset_storage);
   const Offsets rhs_offset = OffsetsOf(rhs_offset_object, "rhs_offset", &rhs_offset_storage);

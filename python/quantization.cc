@@ -181,12 +181,11 @@ py::array QuantizedGemmOnArrays(py::handle lhs_object, py::handle rhs_object,
                                 const QuantizationParams& result_params, py::handle result_dtype,
                                 const std::string& activation_name, py::handle threads,
                                 py::handle kernel, py::handle context_object) {
-  const py::array lhs = RequireArray(lhs_object, "lhs");
-  const py::array rhs = RequireArray(rhs_object, "rhs");
-  const bool lhs_signed = IsSignedByteArray(lhs, "lhs");
-  const bool rhs_signed = IsSignedByteArray(rhs, "rhs");
-  LayoutOf(lhs, "lhs");
-  LayoutOf(rhs, "rhs");
+  const OperandArrays operands(lhs_object, rhs_object);
+  const py::array& lhs = operands.lhs;
+  const py::array& rhs = operands.rhs;
+  const bool lhs_signed = operands.lhs_signed;
+  const bool rhs_signed = operands.rhs_signed;
   const bool result_signed = IsSignedByteDtype(result_dtype, "result_dtype");
   const FusedActivation activation = ActivationFromName(activation_name);
   const CallContext context(context_object, threads, kernel);
