@@ -49,6 +49,8 @@ void CopyLhsRows(const MatrixView& lhs, int row_start, int rows, PackedType type
     const Scalar* values = static_cast<const Scalar*>(lhs.data) + (row_start + i) * row_step;
     std::int8_t* row = out + static_cast<std::ptrdiff_t>(i) * depth;
     std::int32_t sum = 0;
+    // Adjacent values get a loop of their own, which the compiler vectorizes; a run-time step
+    // would keep it scalar.
     if (value_step == 1) {
       for (int d = 0; d < depth; ++d) {
         row[d] = static_cast<std::int8_t>(values[d] - shift);
