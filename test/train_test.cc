@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "lowbit/lowbit.h"
+#include "test/train_test_util.h"
+#include "train/architecture.h"
 #include "train/data.h"
 #include "train/dyadic.h"
 #include "train/float_twin.h"
@@ -24,27 +26,6 @@
 namespace lowbit {
 namespace train {
 namespace {
-
-double Real(std::int64_t mantissa, int exponent) { return std::ldexp(double(mantissa), -exponent); }
-
-DyadicInt8 RandomInt8(int rows, int cols, int exponent, int low, int high, std::uint32_t seed) {
-  std::mt19937 generator(seed);
-  std::uniform_int_distribution<int> distribution(low, high);
-  DyadicInt8 x(rows, cols, exponent);
-  for (std::int8_t& v : x.mantissas) v = static_cast<std::int8_t>(distribution(generator));
-  return x;
-}
-
-// Nearest rounding of v / 2^shift, ties away from zero (RoundingDivideByPOT), in 64 bits.
-std::int64_t RoundNearest(std::int64_t v, int shift) {
-  if (shift <= 0) return v * (std::int64_t{1} << -shift);
-  const std::int64_t half = std::int64_t{1} << (shift - 1);
-  return v >= 0 ? (v + half) >> shift : -((-v + half) >> shift);
-}
-
-std::int64_t Clamp8(std::int64_t v) {
-  return std::min<std::int64_t>(127, std::max<std::int64_t>(-128, v));
-}
 
 TEST(StochasticRoundingTest, IsUnbiasedAndDeterministicPerSeed) {
   for (const std::int32_t v : {1, 5, 77, -77, 1000, -12345, 65535}) {
@@ -303,17 +284,17 @@ TEST(ReluTest, PassesTheGradientWherePositive) {
   DyadicInt8 x(1, 4, 3);
   x.mantissas = {-5, 0, 7, 127};
   Relu relu;
-  EXPECT_EQ(relu.Forward(x).mantissas, (std::vector<std::int8_t>{0, 0, 7, 127}));
+  EXPECT_EQ(relu.Forward(nullptr, x, 0).mantissas, (std::vector<std::int8_t>{0, 0, 7, 127}));
   DyadicInt8 dy(1, 4, 9);
   dy.mantissas = {1, 2, 3, 4};
   DyadicInt8 dx;
-  relu.Backward(dy, &dx);
+  relu.Backward(nullptr, dy, 0, &dx);
   EXPECT_EQ(dx.exponent, 9);
   EXPECT_EQ(dx.mantissas, (std::vector<std::int8_t>{0, 0, 3, 4}));
   // A gradient of another shape than the forward output is an error, before anything is read.
   const DyadicInt8 wrong(1, 5, 9);
   try {
-    relu.Backward(wrong, &dx);
+    relu.Backward(nullptr, wrong, 0, &dx);
     ADD_FAILURE() << "a 1 x 5 gradient for a 1 x 4 output was accepted";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("relu output gradient"), std::string::npos)
@@ -403,7 +384,7 @@ TEST(ExponentBookkeepingTest, ThreeLayersForwardAndBackward) {
 TEST(NetworkTest, ReportsItsExponents) {
   Context context;
   NetworkSettings settings;
-  settings.widths = {4, 8, 3};
+  settings.architecture = MlpArchitecture({4, 8, 3});
   settings.activation_exponent = 5;
   Network network(settings);
   const DyadicInt8 x = RandomInt8(6, 4, 5, -100, 100, 1);
@@ -413,7 +394,7 @@ TEST(NetworkTest, ReportsItsExponents) {
   const std::vector<int>& backward = network.BackwardExponents();
   ASSERT_EQ(backward.size(), 2u);
   for (int k = 0; k < 2; ++k) {
-    const LinearExponents& e = network.linear_layers()[k].exponents();
+    const LinearExponents& e = Linears(network)[k]->exponents();
     EXPECT_EQ(backward[k],
               (k == 1 ? forward[1] : backward[1]) + e.weight_exponent - e.backward_shift);
   }
@@ -422,7 +403,7 @@ TEST(NetworkTest, ReportsItsExponents) {
 // A few steps of a small network give the same bits on every kernel and thread count.
 TEST(NetworkTest, SameBitsForEveryKernelAndThreadCount) {
   NetworkSettings settings;
-  settings.widths = {64, 96, 40, 10};
+  settings.architecture = MlpArchitecture({64, 96, 40, 10});
   settings.sgd.momentum_shift = 3;
   settings.seed = 42;
   std::vector<int> labels(200);
@@ -437,8 +418,7 @@ TEST(NetworkTest, SameBitsForEveryKernelAndThreadCount) {
       Network network(settings);
       for (int step = 0; step < 3; ++step) network.TrainStep(&context, x, labels);
       std::vector<std::vector<std::int8_t>> weights;
-      for (const Linear& layer : network.linear_layers())
-        weights.push_back(layer.weights().mantissas);
+      for (const Linear* layer : Linears(network)) weights.push_back(layer->weights().mantissas);
       if (first_weights.empty()) first_weights = weights;
       EXPECT_EQ(weights, first_weights) << KernelName(kernel) << " threads " << threads;
     }
@@ -446,24 +426,28 @@ TEST(NetworkTest, SameBitsForEveryKernelAndThreadCount) {
 }
 
 TEST(NetworkTest, BadArgumentsAreErrors) {
-  EXPECT_EQ(ParseArchitecture("784-128-10", "--arch"), (std::vector<int>{784, 128, 10}));
-  for (const char* bad : {"", "784", "784--10", "784-0-10", "784-x-10", "-10"}) {
-    EXPECT_THROW(ParseArchitecture(bad, "--arch"), Error) << bad;
+  const ImageShape features{1, 1, 784};
+  EXPECT_EQ(DescribeArchitecture(ParseArchitecture("784-128-10", features, "--arch")),
+            "linear:128,relu,linear:10");
+  EXPECT_EQ(DescribeArchitecture(ParseArchitecture("784-128-10", {28, 28, 1}, "--arch")),
+            "flatten,linear:128,relu,linear:10");
+  for (const char* bad : {"", "784", "784--10", "784-0-10", "784-x-10", "-10", "785-10"}) {
+    EXPECT_THROW(ParseArchitecture(bad, features, "--arch"), Error) << bad;
   }
   Context context;
   NetworkSettings settings;
-  settings.widths = {4, 3};
+  settings.architecture = MlpArchitecture({4, 3});
   Network network(settings);
   EXPECT_THROW(network.TrainStep(&context, DyadicInt8(2, 4, 5), {0}), Error);
   EXPECT_THROW(network.TrainStep(&context, DyadicInt8(1, 4, 5), {3}), Error);
   EXPECT_THROW(network.Forward(&context, DyadicInt8(1, 5, 5)), Error);
   EXPECT_THROW(network.Forward(&context, DyadicInt8(1, 4, 6)), Error);
   // A bad label anywhere in an epoch stops it before its first step.
-  std::vector<std::int32_t> before(network.linear_layers()[0].StateSize());
-  network.linear_layers()[0].GetState(before.data());
+  std::vector<std::int32_t> before(Linears(network)[0]->StateSize());
+  Linears(network)[0]->GetState(before.data());
   EXPECT_THROW(TrainEpoch(&network, &context, DyadicInt8(3, 4, 5), {0, 1, 3}, 1, 7), Error);
   std::vector<std::int32_t> after(before.size());
-  network.linear_layers()[0].GetState(after.data());
+  Linears(network)[0]->GetState(after.data());
   EXPECT_EQ(after, before);
 }
 
@@ -494,11 +478,11 @@ TEST(CrossEntropyTest, SoftmaxAndLogMatchDoublePrecision) {
 TEST(CrossEntropyTest, GradientIsProbabilityMinusTarget) {
   Context context;
   NetworkSettings settings;
-  settings.widths = {2, 4};
+  settings.architecture = MlpArchitecture({2, 4});
   settings.loss = Loss::kCrossEntropy;
   settings.sgd.learning_rate_shift = 20;
   Network network(settings);
-  network.linear_layers()[0].SetWeights(std::vector<std::int8_t>(8, 0), {0, 0, 0, 0});
+  Linears(network)[0]->SetWeights(std::vector<std::int8_t>(8, 0), {0, 0, 0, 0});
   DyadicInt8 x(1, 2, 5);
   x.mantissas = {10, -10};
   const StepStatistics statistics = network.TrainStep(&context, x, {2});
@@ -506,8 +490,8 @@ TEST(CrossEntropyTest, GradientIsProbabilityMinusTarget) {
   EXPECT_EQ(statistics.loss_exponent, 8);
   EXPECT_EQ(statistics.loss_mantissa, 2 * 256);
   // The bias gradient is the output gradient: 32 (1/4 at exponent 7) and 32 - 128 = -96.
-  EXPECT_EQ(network.linear_layers()[0].bias_gradient().exponent, kCrossEntropyGradientExponent);
-  EXPECT_EQ(network.linear_layers()[0].bias_gradient().mantissas,
+  EXPECT_EQ(Linears(network)[0]->bias_gradient().exponent, kCrossEntropyGradientExponent);
+  EXPECT_EQ(Linears(network)[0]->bias_gradient().mantissas,
             (std::vector<std::int32_t>{32, 32, -96, 32}));
 }
 
@@ -524,7 +508,7 @@ IrisRun MakeIrisRun(std::uint64_t seed) {
   Split split = StratifiedSplit(LoadIris(ShippedDatasetsDirectory() + "/iris.csv"), 0.2, seed);
   Standardize(&split);
   NetworkSettings settings;
-  settings.widths = {4, 8, 8, 3};
+  settings.architecture = MlpArchitecture({4, 8, 8, 3});
   settings.input_exponent = 5;
   settings.activation_exponent = 5;
   settings.sgd.learning_rate_shift = 10;
@@ -555,13 +539,13 @@ TEST(TrainingTest, IrisReachesNinetyPercent) {
 // a 3-2 network against the same rule in double precision.
 TEST(FloatTwinTest, StartsFromTheNetworkAndFollowsTheSgdRule) {
   NetworkSettings settings;
-  settings.widths = {3, 2};
+  settings.architecture = MlpArchitecture({3, 2});
   settings.input_exponent = 5;
   settings.sgd.learning_rate_shift = 4;
   settings.sgd.momentum_shift = 1;  // momentum 1/2
   settings.seed = 5;
   Network network(settings);
-  const Linear& linear = network.linear_layers()[0];
+  const Linear& linear = *Linears(network)[0];
   std::vector<std::int32_t> state(linear.StateSize());
   linear.GetState(state.data());
   const int weight_exponent = linear.exponents().weight_exponent + Linear::kMasterBits;
@@ -606,7 +590,7 @@ TEST(FloatTwinTest, StartsFromTheNetworkAndFollowsTheSgdRule) {
 // Bad examples are errors naming the argument, before the twin moves.
 TEST(FloatTwinTest, BadExamplesAreErrors) {
   NetworkSettings settings;
-  settings.widths = {3, 2};
+  settings.architecture = MlpArchitecture({3, 2});
   Network network(settings);
   FloatTwin twin(network);
   FloatExamples x;
@@ -670,7 +654,7 @@ void Reseal(std::vector<unsigned char>* bytes) {
 class ModelFileTest : public testing::Test {
  protected:
   void SetUp() override {
-    settings_.widths = {6, 5, 3};
+    settings_.architecture = MlpArchitecture({6, 5, 3});
     settings_.loss = Loss::kCrossEntropy;
     settings_.sgd.momentum_shift = 3;
     settings_.seed = 11;
@@ -680,9 +664,9 @@ class ModelFileTest : public testing::Test {
             testing::UnitTest::GetInstance()->current_test_info()->name();
     SaveModel(network, path_);
     expected_predictions_ = network.Predict(&context_, input_);
-    for (const Linear& layer : network.linear_layers()) {
-      std::vector<std::int32_t> state(layer.StateSize());
-      layer.GetState(state.data());
+    for (const Linear* layer : Linears(network)) {
+      std::vector<std::int32_t> state(layer->StateSize());
+      layer->GetState(state.data());
       expected_states_.push_back(state);
     }
   }
@@ -699,6 +683,16 @@ class ModelFileTest : public testing::Test {
     }
   }
 
+  void ExpectStates(const Network& loaded) {
+    const std::vector<Linear*> layers = Linears(loaded);
+    ASSERT_EQ(layers.size(), expected_states_.size());
+    for (std::size_t k = 0; k < layers.size(); ++k) {
+      std::vector<std::int32_t> state(layers[k]->StateSize());
+      layers[k]->GetState(state.data());
+      EXPECT_EQ(state, expected_states_[k]) << "layer " << k;
+    }
+  }
+
   Context context_;
   NetworkSettings settings_;
   DyadicInt8 input_ = RandomInt8(4, 6, 5, -100, 100, 3);
@@ -709,15 +703,33 @@ class ModelFileTest : public testing::Test {
 
 TEST_F(ModelFileTest, RoundTripKeepsEveryBit) {
   Network loaded = LoadModel(path_);
-  EXPECT_EQ(loaded.settings().widths, settings_.widths);
+  EXPECT_EQ(DescribeArchitecture(loaded.settings().architecture),
+            DescribeArchitecture(settings_.architecture));
+  EXPECT_EQ(loaded.settings().architecture.input, settings_.architecture.input);
   EXPECT_EQ(loaded.settings().loss, Loss::kCrossEntropy);
   EXPECT_EQ(loaded.settings().seed, 11u);
-  for (std::size_t k = 0; k < loaded.linear_layers().size(); ++k) {
-    const Linear& layer = loaded.linear_layers()[k];
-    std::vector<std::int32_t> state(layer.StateSize());
-    layer.GetState(state.data());
-    EXPECT_EQ(state, expected_states_[k]) << "layer " << k;
+  ExpectStates(loaded);
+  EXPECT_EQ(loaded.Predict(&context_, input_), expected_predictions_);
+}
+
+// Version 1 files (MLPs, saved before networks had an architecture) load with the same bits:
+// the same bytes with the widths in place of the architecture.
+TEST_F(ModelFileTest, VersionOneFilesLoad) {
+  const std::vector<unsigned char> good = ReadBytes(path_);
+  // Version 2's architecture: input shape (3 int32s), layer count and 3 layers of 5 int32s.
+  const std::size_t architecture_start = 12, architecture_bytes = 4 * (3 + 1 + 3 * 5);
+  std::vector<unsigned char> version1(good.begin(), good.begin() + architecture_start);
+  version1[8] = 1;
+  for (const std::int32_t v : {3, 6, 5, 3}) {
+    for (int i = 0; i < 4; ++i) version1.push_back(static_cast<unsigned char>(v >> (8 * i)));
   }
+  version1.insert(version1.end(), good.begin() + architecture_start + architecture_bytes,
+                  good.end());
+  Reseal(&version1);
+  WriteBytes(path_, version1);
+  Network loaded = LoadModel(path_);
+  EXPECT_EQ(DescribeArchitecture(loaded.settings().architecture), "linear:5,relu,linear:3");
+  ExpectStates(loaded);
   EXPECT_EQ(loaded.Predict(&context_, input_), expected_predictions_);
 }
 
@@ -734,23 +746,31 @@ TEST_F(ModelFileTest, EachFaultIsAnErrorNamingTheFile) {
   magic[0] = 'X';
   ExpectFault(magic, "not a lowbit-train model file");
   std::vector<unsigned char> version = good;
-  version[8] = 2;
+  version[8] = 3;
   Reseal(&version);
-  ExpectFault(version, "format version 2");
-  // The first layer's weight exponent (after magic, version, 1 + 3 widths, 9 settings and the
-  // 8-byte seed, then the layer's input exponent).
+  ExpectFault(version, "format version 3");
+  // The first layer's weight exponent (after magic, version, the input shape, the layer count,
+  // 3 layers of 5 values, 9 settings and the 8-byte seed, then the layer's input exponent).
   std::vector<unsigned char> exponent = good;
-  exponent[8 + 4 + 4 * (1 + 3 + 9) + 8 + 4] += 1;
+  exponent[8 + 4 + 4 * (3 + 1 + 3 * 5 + 9) + 8 + 4] += 1;
   Reseal(&exponent);
   ExpectFault(exponent, "layer exponents differ");
   std::vector<unsigned char> longer = good;
   longer.insert(longer.end() - 4, {0, 0, 0, 0});
   Reseal(&longer);
   ExpectFault(longer, "left over");
-  std::vector<unsigned char> widths = good;
-  widths[12] = 1;  // one width
-  Reseal(&widths);
-  ExpectFault(widths, "width count 1");
+  std::vector<unsigned char> layers = good;
+  layers[8 + 4 + 4 * 3] = 0;  // no layers
+  Reseal(&layers);
+  ExpectFault(layers, "layer count 0");
+  std::vector<unsigned char> kind = good;
+  kind[8 + 4 + 4 * 4] = 9;  // the first layer's kind
+  Reseal(&kind);
+  ExpectFault(kind, "layer kind 9 unknown");
+  std::vector<unsigned char> misfit = good;
+  misfit[8 + 4 + 4 * (4 + 2 * 5)] = static_cast<unsigned char>(LayerKind::kRelu);  // the last
+  Reseal(&misfit);
+  ExpectFault(misfit, "architecture rejected");
   try {
     LoadModel(path_ + ".missing");
     ADD_FAILURE() << "no error for a missing file";

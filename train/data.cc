@@ -330,6 +330,8 @@ void CheckShape(const Dataset& data, const char* caller) {
 Dataset Gather(const Dataset& data, const std::vector<int>& examples) {
   Dataset subset;
   subset.features = data.features;
+  subset.height = data.height;
+  subset.width = data.width;
   subset.classes = data.classes;
   const std::size_t features = static_cast<std::size_t>(data.features);
   subset.inputs.reserve(examples.size() * features);
@@ -379,6 +381,8 @@ Dataset LoadDigits(const std::string& path) {
     Fail(path, "expected " + std::to_string(kExamples) + " examples, the file has " +
                    std::to_string(data.size()));
   }
+  data.height = 8;
+  data.width = 8;
   return data;
 }
 
@@ -404,6 +408,8 @@ Dataset LoadIdx(const std::string& images_path, const std::string& labels_path) 
 
   Dataset data;
   data.features = static_cast<int>(kPixels);
+  data.height = static_cast<int>(kImageSide);
+  data.width = static_cast<int>(kImageSide);
   data.classes = kIdxClasses;
   data.inputs.assign(pixels.begin(), pixels.end());
   data.labels.reserve(label_bytes.size());

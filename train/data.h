@@ -21,6 +21,10 @@ class DataError : public std::runtime_error {
 
 struct Dataset {
   int features = 0;
+  // Images (digits, Fashion-MNIST): one channel of height x width pixels, row by row, as the
+  // features. Others: 1 x 1.
+  int height = 1;
+  int width = 1;
   int classes = 0;
   std::vector<float> inputs;  // examples x features, row-major
   std::vector<int> labels;    // one per example, in [0, classes)

@@ -1,5 +1,6 @@
-// The float twin (train/float_twin.h): plain float32 loops, vectorized by the compiler. Outside
-// the training step's objects: the float-free check does not scan it.
+// The float twin (train/float_twin.h): plain float32 loops, vectorized by the compiler, and the
+// integer layers' image loops (train/image_layers.h) on floats. Outside the training step's
+// objects: the float-free check does not scan it.
 #include "train/float_twin.h"
 
 #include <algorithm>
@@ -18,24 +19,47 @@ namespace {
 #define LOWBIT_FLOAT_TWIN_CLONES
 #endif
 
-// a . b over n entries, in eight partial sums so that the sum vectorizes without reassociation
-// flags.
-LOWBIT_FLOAT_TWIN_CLONES float Dot(const float* a, const float* b, int n) {
-  constexpr int kLanes = 8;
-  float partial[kLanes] = {};
-  int i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int lane = 0; lane < kLanes; ++lane) partial[lane] += a[i + lane] * b[i + lane];
+// The products run over every weight of every example (row) in one call each, so that the
+// clone is chosen once per product, not per row.
+
+// y (rows x outputs) = x (rows x inputs) W^T + b, with W^T given (inputs x outputs): each row
+// a sum of rows of W^T, vectorized along the outputs.
+LOWBIT_FLOAT_TWIN_CLONES void MultiplyRows(const float* x, int rows, int inputs,
+                                           const float* weights_transposed, const float* bias,
+                                           int outputs, float* y) {
+  for (int row = 0; row < rows; ++row) {
+    const float* in = x + static_cast<std::size_t>(row) * inputs;
+    float* out = y + static_cast<std::size_t>(row) * outputs;
+    for (int o = 0; o < outputs; ++o) out[o] = bias[o];
+    for (int i = 0; i < inputs; ++i) {
+      const float a = in[i];
+      if (a == 0) continue;
+      const float* w = weights_transposed + static_cast<std::size_t>(i) * outputs;
+      for (int o = 0; o < outputs; ++o) out[o] += a * w[o];
+    }
   }
-  float sum = 0;
-  for (; i < n; ++i) sum += a[i] * b[i];
-  for (const float p : partial) sum += p;
-  return sum;
 }
 
-// y += alpha x over n entries.
-LOWBIT_FLOAT_TWIN_CLONES void Axpy(float alpha, const float* x, float* y, int n) {
-  for (int i = 0; i < n; ++i) y[i] += alpha * x[i];
+// weight_gradient (outputs x inputs) += dy^T x and bias_gradient += dy's column sums; with
+// `weights`, also dx (rows x inputs) = dy W.
+LOWBIT_FLOAT_TWIN_CLONES void BackwardRows(const float* dy, const float* x, int rows, int inputs,
+                                           int outputs, const float* weights,
+                                           float* weight_gradient, float* bias_gradient,
+                                           float* dx) {
+  for (int row = 0; row < rows; ++row) {
+    const float* in = x + static_cast<std::size_t>(row) * inputs;
+    float* back = dx == nullptr ? nullptr : dx + static_cast<std::size_t>(row) * inputs;
+    for (int o = 0; o < outputs; ++o) {
+      const float g = dy[static_cast<std::size_t>(row) * outputs + o];
+      if (g == 0) continue;
+      bias_gradient[o] += g;
+      float* wg = weight_gradient + static_cast<std::size_t>(o) * inputs;
+      for (int i = 0; i < inputs; ++i) wg[i] += g * in[i];
+      if (back == nullptr) continue;
+      const float* w = weights + static_cast<std::size_t>(o) * inputs;
+      for (int i = 0; i < inputs; ++i) back[i] += g * w[i];
+    }
+  }
 }
 
 // The SGD rule of SgdSettings on real numbers (FloatTwin's comment).
@@ -82,85 +106,181 @@ FloatExamples RealValues(const DyadicInt8& inputs) {
 }
 
 FloatTwin::FloatTwin(const Network& network)
-    : loss_(network.settings().loss), sgd_(network.settings().sgd) {
-  for (const Linear& linear : network.linear_layers()) {
+    : loss_(network.settings().loss),
+      sgd_(network.settings().sgd),
+      input_(network.settings().architecture.input) {
+  const Architecture& architecture = network.settings().architecture;
+  ImageShape shape = input_;
+  for (std::size_t k = 0; k < architecture.layers.size(); ++k) {
     Layer layer;
-    layer.inputs = linear.inputs();
-    layer.outputs = linear.outputs();
-    const std::size_t weights = static_cast<std::size_t>(layer.inputs) * layer.outputs;
-    std::vector<std::int32_t> state(linear.StateSize());
-    linear.GetState(state.data());
-    // The masters' exponents: the weights' plus kMasterBits, and the bias's (at the product's
-    // exponent) plus kMasterBits.
-    const int weight_exponent = linear.exponents().weight_exponent + Linear::kMasterBits;
-    const int bias_exponent = linear.exponents().input_exponent + weight_exponent;
-    for (std::size_t i = 0; i < weights; ++i) {
-      layer.weights.push_back(std::ldexp(static_cast<float>(state[i]), -weight_exponent));
+    layer.kind = architecture.layers[k].kind;
+    layer.window = architecture.layers[k].window;
+    layer.input_shape = shape;
+    layer.output_shape = network.shapes()[k];
+    shape = layer.output_shape;
+    if (network.layers()[k]->learns()) {
+      const Linear& linear = LayerWeights(*network.layers()[k]);
+      layer.inputs = linear.inputs();
+      layer.outputs = linear.outputs();
+      const std::size_t weights = static_cast<std::size_t>(layer.inputs) * layer.outputs;
+      std::vector<std::int32_t> state(linear.StateSize());
+      linear.GetState(state.data());
+      // The masters' exponents: the weights' plus kMasterBits, and the bias's (at the product's
+      // exponent) plus kMasterBits.
+      const int weight_exponent = linear.exponents().weight_exponent + Linear::kMasterBits;
+      const int bias_exponent = linear.exponents().input_exponent + weight_exponent;
+      for (std::size_t i = 0; i < weights; ++i) {
+        layer.weights.push_back(std::ldexp(static_cast<float>(state[i]), -weight_exponent));
+      }
+      for (int i = 0; i < layer.outputs; ++i) {
+        layer.bias.push_back(std::ldexp(static_cast<float>(state[weights + i]), -bias_exponent));
+      }
+      layer.weight_velocity.assign(weights, 0.0f);
+      layer.bias_velocity.assign(layer.outputs, 0.0f);
+      layer.weight_max_step = std::ldexp(static_cast<float>(sgd_.max_step), -weight_exponent);
+      layer.bias_max_step = std::ldexp(static_cast<float>(sgd_.max_step), -bias_exponent);
     }
-    for (int i = 0; i < layer.outputs; ++i) {
-      layer.bias.push_back(std::ldexp(static_cast<float>(state[weights + i]), -bias_exponent));
-    }
-    layer.weight_velocity.assign(weights, 0.0f);
-    layer.bias_velocity.assign(layer.outputs, 0.0f);
-    layer.weight_max_step = std::ldexp(static_cast<float>(sgd_.max_step), -weight_exponent);
-    layer.bias_max_step = std::ldexp(static_cast<float>(sgd_.max_step), -bias_exponent);
     layers_.push_back(std::move(layer));
   }
 }
 
 const std::vector<float>& FloatTwin::Logits(const float* x, int rows) {
-  const std::vector<float>* input = nullptr;
-  for (std::size_t k = 0; k < layers_.size(); ++k) {
-    Layer& layer = layers_[k];
-    if (input == nullptr) {
-      layer.input.assign(x, x + static_cast<std::size_t>(rows) * layer.inputs);
-    } else {
-      layer.input = *input;
-    }
-    layer.output.resize(static_cast<std::size_t>(rows) * layer.outputs);
-    const bool relu = k + 1 < layers_.size();
-    for (int row = 0; row < rows; ++row) {
-      const float* in = &layer.input[static_cast<std::size_t>(row) * layer.inputs];
-      float* out = &layer.output[static_cast<std::size_t>(row) * layer.outputs];
-      for (int o = 0; o < layer.outputs; ++o) {
-        const float y =
-            layer.bias[o] +
-            Dot(in, &layer.weights[static_cast<std::size_t>(o) * layer.inputs], layer.inputs);
-        out[o] = relu ? std::max(y, 0.0f) : y;
+  std::vector<float> first(x, x + static_cast<std::size_t>(rows) * input_.size());
+  const std::vector<float>* input = &first;
+  std::vector<float> weights_transposed;
+  for (Layer& layer : layers_) {
+    const std::size_t out_size = static_cast<std::size_t>(rows) * layer.output_shape.size();
+    std::vector<float>& output = layer.output;
+    output.resize(out_size);
+    switch (layer.kind) {
+      case LayerKind::kLinear:
+      case LayerKind::kConv2d: {
+        // A Conv2d multiplies its im2col patches, as the integer layer does.
+        const int product_rows = static_cast<int>(out_size / layer.outputs);
+        if (layer.kind == LayerKind::kLinear) {
+          layer.operand = *input;
+        } else {
+          layer.operand.resize(static_cast<std::size_t>(product_rows) * layer.inputs +
+                               kIm2colSlackBytes / sizeof(float));
+          Im2col(input->data(), rows, layer.input_shape, layer.window, layer.output_shape,
+                 layer.operand.data());
+        }
+        weights_transposed.resize(layer.weights.size());
+        for (int o = 0; o < layer.outputs; ++o) {
+          for (int i = 0; i < layer.inputs; ++i) {
+            weights_transposed[static_cast<std::size_t>(i) * layer.outputs + o] =
+                layer.weights[static_cast<std::size_t>(o) * layer.inputs + i];
+          }
+        }
+        MultiplyRows(layer.operand.data(), product_rows, layer.inputs, weights_transposed.data(),
+                     layer.bias.data(), layer.outputs, output.data());
+        break;
       }
+      case LayerKind::kMaxPool:
+        layer.operand = *input;
+        MaxPool(input->data(), rows, layer.input_shape, layer.window.kernel, layer.output_shape,
+                output.data());
+        break;
+      case LayerKind::kAvgPool: {
+        const int size = layer.window.kernel;
+        const int channels = layer.input_shape.channels;
+        std::fill(output.begin(), output.end(), 0.0f);
+        for (int b = 0; b < rows; ++b) {
+          for (int y = 0; y < layer.output_shape.height * size; ++y) {
+            for (int x_ = 0; x_ < layer.output_shape.width * size; ++x_) {
+              for (int c = 0; c < channels; ++c) {
+                output[static_cast<std::size_t>(b) * layer.output_shape.size() +
+                       ((y / size) * layer.output_shape.width + x_ / size) * channels + c] +=
+                    (*input)[static_cast<std::size_t>(b) * layer.input_shape.size() +
+                             (y * layer.input_shape.width + x_) * channels + c];
+              }
+            }
+          }
+        }
+        for (float& v : output) v /= static_cast<float>(size * size);
+        break;
+      }
+      case LayerKind::kRelu:
+        for (std::size_t i = 0; i < out_size; ++i) output[i] = std::max((*input)[i], 0.0f);
+        break;
+      case LayerKind::kFlatten:
+        std::copy(input->begin(), input->end(), output.begin());
+        break;
     }
-    input = &layer.output;
+    input = &output;
   }
   return layers_.back().output;
 }
 
 void FloatTwin::BackwardAndUpdate(std::vector<float> gradient, int rows) {
+  std::vector<float> input_gradient;
+  std::vector<float> patch_gradient;
   for (std::size_t k = layers_.size(); k-- > 0;) {
     Layer& layer = layers_[k];
-    layer.weight_gradient.assign(layer.weights.size(), 0.0f);
-    layer.bias_gradient.assign(layer.outputs, 0.0f);
-    std::vector<float> input_gradient(k > 0 ? static_cast<std::size_t>(rows) * layer.inputs : 0);
-    for (int row = 0; row < rows; ++row) {
-      const float* in = &layer.input[static_cast<std::size_t>(row) * layer.inputs];
-      for (int o = 0; o < layer.outputs; ++o) {
-        const float g = gradient[static_cast<std::size_t>(row) * layer.outputs + o];
-        if (g == 0) continue;
-        layer.bias_gradient[o] += g;
-        const std::size_t weight_row = static_cast<std::size_t>(o) * layer.inputs;
-        Axpy(g, in, &layer.weight_gradient[weight_row], layer.inputs);
-        if (k > 0) {
-          Axpy(g, &layer.weights[weight_row],
-               &input_gradient[static_cast<std::size_t>(row) * layer.inputs], layer.inputs);
+    const bool wanted = k > 0;  // the first layer's input needs no gradient
+    input_gradient.assign(wanted ? static_cast<std::size_t>(rows) * layer.input_shape.size() : 0,
+                          0.0f);
+    switch (layer.kind) {
+      case LayerKind::kLinear:
+      case LayerKind::kConv2d: {
+        const bool conv = layer.kind == LayerKind::kConv2d;
+        const int product_rows = rows * layer.output_shape.height * layer.output_shape.width;
+        layer.weight_gradient.assign(layer.weights.size(), 0.0f);
+        layer.bias_gradient.assign(layer.outputs, 0.0f);
+        float* dx = nullptr;
+        if (wanted) {
+          patch_gradient.assign(conv ? static_cast<std::size_t>(product_rows) * layer.inputs : 0,
+                                0.0f);
+          dx = conv ? patch_gradient.data() : input_gradient.data();
         }
+        BackwardRows(gradient.data(), layer.operand.data(), product_rows, layer.inputs,
+                     layer.outputs, layer.weights.data(), layer.weight_gradient.data(),
+                     layer.bias_gradient.data(), dx);
+        if (wanted && conv) {
+          Col2im(patch_gradient.data(), rows, layer.input_shape, layer.window, layer.output_shape,
+                 input_gradient.data());
+        }
+        break;
       }
+      case LayerKind::kMaxPool:
+        if (wanted) {
+          MaxPoolGradient(layer.operand.data(), rows, layer.input_shape, layer.window.kernel,
+                          layer.output_shape, layer.output.data(), gradient.data(),
+                          input_gradient.data());
+        }
+        break;
+      case LayerKind::kAvgPool: {
+        const int size = layer.window.kernel;
+        const int channels = layer.input_shape.channels;
+        const float area = static_cast<float>(size * size);
+        for (int b = 0; wanted && b < rows; ++b) {
+          for (int y = 0; y < layer.output_shape.height * size; ++y) {
+            for (int x = 0; x < layer.output_shape.width * size; ++x) {
+              for (int c = 0; c < channels; ++c) {
+                input_gradient[static_cast<std::size_t>(b) * layer.input_shape.size() +
+                               (y * layer.input_shape.width + x) * channels + c] =
+                    gradient[static_cast<std::size_t>(b) * layer.output_shape.size() +
+                             ((y / size) * layer.output_shape.width + x / size) * channels + c] /
+                    area;
+              }
+            }
+          }
+        }
+        break;
+      }
+      case LayerKind::kRelu:
+        for (std::size_t i = 0; i < input_gradient.size(); ++i) {
+          input_gradient[i] = layer.output[i] > 0 ? gradient[i] : 0.0f;
+        }
+        break;
+      case LayerKind::kFlatten:
+        if (wanted) input_gradient = gradient;
+        break;
     }
-    // The input is the previous layer's ReLU output: the gradient passes where it is positive.
-    for (std::size_t i = 0; i < input_gradient.size(); ++i) {
-      if (layer.input[i] <= 0) input_gradient[i] = 0;
-    }
-    gradient = std::move(input_gradient);
+    std::swap(gradient, input_gradient);
   }
   for (Layer& layer : layers_) {
+    if (layer.weights.empty()) continue;
     Move(sgd_, layer.weight_max_step, layer.weight_gradient, &layer.weights,
          &layer.weight_velocity);
     Move(sgd_, layer.bias_max_step, layer.bias_gradient, &layer.bias, &layer.bias_velocity);
@@ -171,7 +291,7 @@ FloatEpochStatistics FloatTwin::TrainEpoch(const FloatExamples& inputs,
                                            const std::vector<int>& labels, int batch,
                                            std::uint64_t seed,
                                            const std::function<void(int, int)>& progress) {
-  CheckExamples(inputs, labels, layers_.front().inputs, layers_.back().outputs);
+  CheckExamples(inputs, labels, input_.size(), layers_.back().outputs);
   if (batch < 1) throw Error("batch", "must be at least 1, got " + std::to_string(batch));
   const std::vector<int> order = EpochOrder(inputs.rows, seed);
   const int classes = layers_.back().outputs;
@@ -210,7 +330,7 @@ FloatEpochStatistics FloatTwin::TrainEpoch(const FloatExamples& inputs,
 }
 
 int FloatTwin::CountCorrect(const FloatExamples& inputs, const std::vector<int>& labels) {
-  CheckExamples(inputs, labels, layers_.front().inputs, layers_.back().outputs);
+  CheckExamples(inputs, labels, input_.size(), layers_.back().outputs);
   constexpr int kChunk = 256;
   const int classes = layers_.back().outputs;
   int correct = 0;

@@ -29,15 +29,17 @@ struct FloatEpochStatistics {
   int examples = 0;
 };
 
-// Linear layers with ReLU between, weights and biases in float32, trained by the rule the integer
-// network follows with its rounding taken away: the loss's gradient is summed over the batch
-// (MSE: Y - T against one-hot targets 1.0; cross-entropy: softmax(Y) - T), the velocity is
-// V = (1 - 2^-momentum_shift) V + G (+ W 2^-weight_decay_shift), and each parameter moves by
-// V 2^-learning_rate_shift, clipped to max_step of its integer master's units.
+// The integer network's layers (Linear, Conv2d, pooling, ReLU, Flatten) with weights and biases
+// in float32, trained by the rule the integer network follows with its rounding taken away: the
+// loss's gradient is summed over the batch (MSE: Y - T against one-hot targets 1.0;
+// cross-entropy: softmax(Y) - T), the velocity is V = (1 - 2^-momentum_shift) V + G
+// (+ W 2^-weight_decay_shift), and each parameter moves by V 2^-learning_rate_shift, clipped to
+// max_step of its integer master's units. Average pooling divides; max pooling passes the
+// gradient to the first maximum, as the integer layer does.
 class FloatTwin {
  public:
-  // The twin of `network` as it stands (normally just built): its widths, loss and SGD settings,
-  // and its master weights and biases as real numbers.
+  // The twin of `network` as it stands (normally just built): its layers, loss and SGD
+  // settings, and its master weights and biases as real numbers.
   explicit FloatTwin(const Network& network);
 
   // One epoch in the order EpochOrder(examples, seed) gives, in batches of `batch`: the batches
@@ -49,12 +51,17 @@ class FloatTwin {
   // How many of the examples the twin classifies right.
   int CountCorrect(const FloatExamples& inputs, const std::vector<int>& labels);
 
-  // The logits of `rows` examples starting at `x` (rows x widths.front()); the layers keep what
-  // a backward pass needs.
+  // The logits of `rows` examples starting at `x` (rows x the input shape's size); the layers
+  // keep what a backward pass needs.
   const std::vector<float>& Logits(const float* x, int rows);
 
  private:
   struct Layer {
+    LayerKind kind = LayerKind::kLinear;
+    ImageShape input_shape;  // one example's
+    ImageShape output_shape;
+    Window window;
+    // Linear and Conv2d: weights of `outputs` x `inputs` (a Conv2d's over its im2col patches).
     int inputs = 0;
     int outputs = 0;
     std::vector<float> weights;  // outputs x inputs, row-major
@@ -63,9 +70,9 @@ class FloatTwin {
     std::vector<float> bias_velocity;
     float weight_max_step = 0;  // 0: no clipping
     float bias_max_step = 0;
-    // The last forward pass's input and output (after ReLU for all but the last layer), and
-    // the gradients of the last backward pass.
-    std::vector<float> input;
+    // The last forward pass: the product's left operand (a Linear layer's input, a Conv2d's
+    // patches; a max pool's input), the output; and the last backward pass's gradients.
+    std::vector<float> operand;
     std::vector<float> output;
     std::vector<float> weight_gradient;
     std::vector<float> bias_gradient;
@@ -76,6 +83,7 @@ class FloatTwin {
 
   Loss loss_;
   SgdSettings sgd_;
+  ImageShape input_;
   std::vector<Layer> layers_;
 };
 

@@ -19,15 +19,6 @@ std::int64_t IntegerSquareRoot(std::int64_t n) {
   return root;
 }
 
-void CheckShape(const char* name, const DyadicInt8& x, int rows, int cols, int exponent) {
-  if ((rows >= 0 && x.rows != rows) || x.cols != cols || x.exponent != exponent) {
-    throw Error(name, "must be " + (rows >= 0 ? std::to_string(rows) : std::string("batch")) +
-                          " x " + std::to_string(cols) + " at exponent " +
-                          std::to_string(exponent) + ", got " + std::to_string(x.rows) + " x " +
-                          std::to_string(x.cols) + " at exponent " + std::to_string(x.exponent));
-  }
-}
-
 MatrixMap<const std::int8_t> RowMajor(const DyadicInt8& x) {
   return MatrixMap<const std::int8_t>(x.mantissas.data(), x.rows, x.cols, Order::kRowMajor);
 }
@@ -112,8 +103,8 @@ __attribute__((always_inline)) inline void Mask(const std::int8_t* gradients,
 }
 
 // The straight-through estimator's mask of a Linear layer: no gradient where the output clipped.
-LOWBIT_TRAIN_CLONES void MaskClipped(const std::int8_t* gradients, const std::int8_t* outputs,
-                                     std::size_t count, int bits, std::int8_t* masked) {
+LOWBIT_TRAIN_CLONES void ZeroWhereClipped(const std::int8_t* gradients, const std::int8_t* outputs,
+                                          std::size_t count, int bits, std::int8_t* masked) {
   Mask(
       gradients, outputs, count, [bits](std::int8_t y) { return !Clipped(y, bits); }, masked);
 }
@@ -278,6 +269,15 @@ UpdateShifts MakeUpdateShifts(const SgdSettings& sgd, int gradient_exponent, int
 
 }  // namespace
 
+void CheckShape(const char* name, const DyadicInt8& x, int rows, int cols, int exponent) {
+  if ((rows >= 0 && x.rows != rows) || x.cols != cols || x.exponent != exponent) {
+    throw Error(name, "must be " + (rows >= 0 ? std::to_string(rows) : std::string("batch")) +
+                          " x " + std::to_string(cols) + " at exponent " +
+                          std::to_string(exponent) + ", got " + std::to_string(x.rows) + " x " +
+                          std::to_string(x.cols) + " at exponent " + std::to_string(x.exponent));
+  }
+}
+
 Linear::Linear(int inputs, int outputs, const LinearExponents& exponents, int bits,
                TrainRounding rounding, SeedSequence* init)
     : inputs_(inputs),
@@ -349,21 +349,70 @@ void Linear::RoundFromMasters() {
   for (int i = 0; i < outputs_; ++i) bias_[i] = RoundMaster(master_bias_[i], INT32_MIN, INT32_MAX);
 }
 
-const DyadicInt8& Linear::Forward(Context* context, const DyadicInt8& x, std::uint32_t seed) {
-  CheckShape("linear input", x, -1, inputs_, exponents_.input_exponent);
-  input_ = x;
-  output_ = DyadicInt8(x.rows, outputs_, exponents_.output_exponent());
+std::int64_t Linear::Multiply(Context* context, const std::int8_t* x, int rows, std::uint32_t seed,
+                              std::int8_t* y) const {
   // W is outputs x inputs row-major: as the rhs (inputs x outputs) it is column-major.
   const MatrixMap<const std::int8_t> weights_transposed(weights_.mantissas.data(), inputs_,
                                                         outputs_, Order::kColMajor);
-  MatrixMap<std::int8_t> result(output_.mantissas.data(), x.rows, outputs_, Order::kRowMajor);
+  MatrixMap<std::int8_t> result(y, rows, outputs_, Order::kRowMajor);
   const auto pipeline = std::make_tuple(
       OutputStageBiasAddition{VectorMap<const std::int32_t>(bias_.data(), outputs_),
                               ChannelAxis::kCol},
       ShiftStage(exponents_.forward_shift, rounding_, seed),
       OutputStageClamp{QMin(bits_), QMax(bits_)}, OutputStageSaturatingCastToInt8{});
-  GemmWithOutputPipeline(context, RowMajor(x), weights_transposed, &result, 0, 0, pipeline);
-  clipped_outputs_ = CountClipped(output_.mantissas.data(), output_.mantissas.size(), bits_);
+  GemmWithOutputPipeline(context, MatrixMap<const std::int8_t>(x, rows, inputs_, Order::kRowMajor),
+                         weights_transposed, &result, 0, 0, pipeline);
+  return CountClipped(y, static_cast<std::size_t>(rows) * outputs_, bits_);
+}
+
+void Linear::MaskClipped(const std::int8_t* dy, const std::int8_t* y, std::size_t count,
+                         std::int8_t* masked) const {
+  ZeroWhereClipped(dy, y, count, bits_, masked);
+}
+
+void Linear::ComputeGradients(Context* context, const std::int8_t* masked, int gradient_exponent,
+                              const std::int8_t* x, int rows) {
+  weight_gradient_.exponent = gradient_exponent + exponents_.input_exponent;
+  bias_gradient_.exponent = gradient_exponent;
+  // dW = dY^T X: dY (rows x outputs, row-major) is dY^T (outputs x rows) column-major. A product
+  // of two mantissas is at most 2^14, so 2^16 rows keep int32 sums below 2^30; deeper products (a
+  // convolution's examples x positions) add one GEMM per 2^16 rows in 64 bits, saturating to
+  // int32 (the update clips gradients to +-2^29 anyway).
+  constexpr int kChunkRows = 1 << 16;
+  for (int first = 0; first < rows; first += kChunkRows) {
+    const int count = std::min(kChunkRows, rows - first);
+    if (first > 0) gradient_chunk_.resize(weight_gradient_.mantissas.size());
+    std::int32_t* target = first == 0 ? weight_gradient_.mantissas.data() : gradient_chunk_.data();
+    MatrixMap<std::int32_t> result(target, outputs_, inputs_, Order::kRowMajor);
+    Gemm(context,
+         MatrixMap<const std::int8_t>(masked + static_cast<std::ptrdiff_t>(first) * outputs_,
+                                      outputs_, count, Order::kColMajor),
+         MatrixMap<const std::int8_t>(x + static_cast<std::ptrdiff_t>(first) * inputs_, count,
+                                      inputs_, Order::kRowMajor),
+         &result, 0, 0);
+    if (first == 0) continue;
+    for (std::size_t i = 0; i < gradient_chunk_.size(); ++i) {
+      weight_gradient_.mantissas[i] = static_cast<std::int32_t>(
+          std::clamp(std::int64_t{weight_gradient_.mantissas[i]} + gradient_chunk_[i],
+                     std::int64_t{INT32_MIN}, std::int64_t{INT32_MAX}));
+    }
+  }
+  ColumnSums(masked, rows, outputs_, bias_gradient_.mantissas.data());
+}
+
+void Linear::InputGradientAccumulators(Context* context, const std::int8_t* masked, int rows,
+                                       std::int32_t* accumulators) const {
+  // dX = dY W: W (outputs x inputs, row-major) is the rhs as it is.
+  MatrixMap<std::int32_t> result(accumulators, rows, inputs_, Order::kRowMajor);
+  Gemm(context, MatrixMap<const std::int8_t>(masked, rows, outputs_, Order::kRowMajor),
+       RowMajor(weights_), &result, 0, 0);
+}
+
+const DyadicInt8& Linear::Forward(Context* context, const DyadicInt8& x, std::uint32_t seed) {
+  CheckShape("linear input", x, -1, inputs_, exponents_.input_exponent);
+  input_ = x;
+  output_ = DyadicInt8(x.rows, outputs_, exponents_.output_exponent());
+  clipped_outputs_ = Multiply(context, x.mantissas.data(), x.rows, seed, output_.mantissas.data());
   return output_;
 }
 
@@ -371,19 +420,11 @@ void Linear::Backward(Context* context, const DyadicInt8& dy, std::uint32_t seed
                       DyadicInt8* input_gradient) {
   CheckShape("linear output gradient", dy, output_.rows, outputs_, dy.exponent);
   masked_gradient_ = DyadicInt8(dy.rows, dy.cols, dy.exponent);
-  MaskClipped(dy.mantissas.data(), output_.mantissas.data(), dy.mantissas.size(), bits_,
+  MaskClipped(dy.mantissas.data(), output_.mantissas.data(), dy.mantissas.size(),
               masked_gradient_.mantissas.data());
   const int batch = dy.rows;
-  // dW = dY^T X: dY (batch x outputs, row-major) is dY^T (outputs x batch) column-major.
-  weight_gradient_.exponent = dy.exponent + input_.exponent;
-  MatrixMap<std::int32_t> weight_gradient(weight_gradient_.mantissas.data(), outputs_, inputs_,
-                                          Order::kRowMajor);
-  Gemm(context,
-       MatrixMap<const std::int8_t>(masked_gradient_.mantissas.data(), outputs_, batch,
-                                    Order::kColMajor),
-       RowMajor(input_), &weight_gradient, 0, 0);
-  bias_gradient_.exponent = dy.exponent;
-  ColumnSums(masked_gradient_.mantissas.data(), batch, outputs_, bias_gradient_.mantissas.data());
+  ComputeGradients(context, masked_gradient_.mantissas.data(), dy.exponent, input_.mantissas.data(),
+                   batch);
   if (input_gradient == nullptr) return;
   // dX = dY W: W (outputs x inputs, row-major) is the rhs as it is.
   *input_gradient = DyadicInt8(batch, inputs_, exponents_.input_gradient_exponent(dy.exponent));
@@ -415,7 +456,7 @@ void Linear::Update(const SgdSettings& sgd, SeedSequence* seeds) {
                                bias_velocity_.data(), kBiasMasterBound, bias_.data()});
 }
 
-const DyadicInt8& Relu::Forward(const DyadicInt8& x) {
+const DyadicInt8& Relu::Forward(Context* /*context*/, const DyadicInt8& x, std::uint32_t /*seed*/) {
   output_ = DyadicInt8(x.rows, x.cols, x.exponent);
   const std::int8_t* in = x.mantissas.data();
   std::int8_t* out = output_.mantissas.data();
@@ -424,11 +465,23 @@ const DyadicInt8& Relu::Forward(const DyadicInt8& x) {
   return output_;
 }
 
-void Relu::Backward(const DyadicInt8& dy, DyadicInt8* input_gradient) const {
+void Relu::Backward(Context* /*context*/, const DyadicInt8& dy, std::uint32_t /*seed*/,
+                    DyadicInt8* input_gradient) {
   CheckShape("relu output gradient", dy, output_.rows, output_.cols, dy.exponent);
+  if (input_gradient == nullptr) return;
   *input_gradient = DyadicInt8(dy.rows, dy.cols, dy.exponent);
   MaskNonPositive(dy.mantissas.data(), output_.mantissas.data(), dy.mantissas.size(),
                   input_gradient->mantissas.data());
+}
+
+const DyadicInt8& Flatten::Forward(Context* /*context*/, const DyadicInt8& x,
+                                   std::uint32_t /*seed*/) {
+  return x;
+}
+
+void Flatten::Backward(Context* /*context*/, const DyadicInt8& dy, std::uint32_t /*seed*/,
+                       DyadicInt8* input_gradient) {
+  if (input_gradient != nullptr) *input_gradient = dy;
 }
 
 }  // namespace train

@@ -1,5 +1,6 @@
-// The layers of an integer-only network: Linear (every product one call of lowbit's GEMM, every
-// requantization an output stage) and ReLU, forward and backward, on dyadic tensors.
+// The layers of an integer-only network that see each example as a vector: Linear (every product
+// one call of lowbit's GEMM, every requantization an output stage), ReLU and Flatten, forward and
+// backward on dyadic tensors. Convolutions and pooling are in train/image_layers.h.
 #ifndef LOWBIT_TRAIN_LAYERS_H_
 #define LOWBIT_TRAIN_LAYERS_H_
 
@@ -8,24 +9,10 @@
 
 #include "lowbit/lowbit.h"
 #include "train/dyadic.h"
+#include "train/layer.h"
 
 namespace lowbit {
 namespace train {
-
-// How weights learn, all as power-of-two shifts (doc/training.md): the step is the gradient
-// times 2^-learning_rate_shift; the velocity decays by 2^-momentum_shift per step (momentum
-// 1 - 2^-momentum_shift; 0: none); weight decay adds weight * 2^-weight_decay_shift to the
-// gradient (0: none); each step moves a master weight by at most max_step of its units (0: no
-// clipping). The arithmetic is int32 with fixed bounds: a gradient (weight decay included) is
-// clipped to +-2^29, a velocity and a step to +-2^30. The shifts these settings make between a
-// tensor's gradient and master exponents must lie in [-30, 30] (momentum_shift in [0, 30]);
-// Linear::Update throws lowbit::Error naming the setting otherwise.
-struct SgdSettings {
-  int learning_rate_shift = 8;
-  int momentum_shift = 0;
-  int weight_decay_shift = 0;
-  std::int32_t max_step = 0;
-};
 
 // The exponents of one Linear layer (design section 7). Its input has `input_exponent`, its
 // int8 weights `weight_exponent`; the forward product X W^T (exponent input + weight) is
@@ -46,7 +33,7 @@ struct LinearExponents {
 // Y = X W^T + b with int8 weights W (outputs x inputs) and int32 bias at the product's
 // exponent; both derive, by rounding to nearest, from int32 master copies that carry
 // kMasterBits more bits, which the updates move.
-class Linear {
+class Linear : public Layer {
  public:
   static constexpr int kMasterBits = 8;
 
@@ -67,25 +54,50 @@ class Linear {
   // Sets the weights' mantissas (and their masters) directly, for tests and loading.
   void SetWeights(const std::vector<std::int8_t>& weights, const std::vector<std::int32_t>& bias);
 
-  // What training moves, as one int32 array: the master weights, the master bias, then the
-  // weights' and the bias' velocities (StateSize() entries). SetState rounds the weights and bias
-  // from it.
-  std::size_t StateSize() const;
-  void GetState(std::int32_t* state) const;
-  void SetState(const std::int32_t* state);
+  bool rounds() const override { return true; }
+  bool learns() const override { return true; }
 
   // x: batch x inputs at exponents().input_exponent. Keeps x and the output for Backward.
-  const DyadicInt8& Forward(Context* context, const DyadicInt8& x, std::uint32_t seed);
+  const DyadicInt8& Forward(Context* context, const DyadicInt8& x, std::uint32_t seed) override;
   // dy: batch x outputs, the gradient of the last Forward's output. Zeroes it where that
   // output was clipped (straight-through estimator), computes the weights' and bias' gradients,
   // and returns the input's gradient (when `input_gradient` is not null).
   void Backward(Context* context, const DyadicInt8& dy, std::uint32_t seed,
-                DyadicInt8* input_gradient);
+                DyadicInt8* input_gradient) override;
+  int InputGradientExponent(int output_gradient_exponent) const override {
+    return exponents_.input_gradient_exponent(output_gradient_exponent);
+  }
   // Moves the masters by the last gradients, and rounds the weights and bias from them.
-  void Update(const SgdSettings& sgd, SeedSequence* seeds);
+  void Update(const SgdSettings& sgd, SeedSequence* seeds) override;
 
-  // Fraction of the last Forward's outputs at a bound (clipped), as a count and a total.
-  std::int64_t clipped_outputs() const { return clipped_outputs_; }
+  // What training moves, as one int32 array: the master weights, the master bias, then the
+  // weights' and the bias' velocities (StateSize() entries). SetState rounds the weights and bias
+  // from it.
+  std::size_t StateSize() const override;
+  void GetState(std::int32_t* state) const override;
+  void SetState(const std::int32_t* state) override;
+
+  std::int64_t clipped_outputs() const override { return clipped_outputs_; }
+
+  // The same products on rows the caller holds, for layers that multiply other rows by these
+  // weights (Conv2d: its im2col patches). Each is one GEMM, or one per 2^16 rows where the
+  // rows are the depth.
+  //
+  // y (rows x outputs) = x (rows x inputs) W^T + b, requantized as Forward does; returns how
+  // many outputs clipped.
+  std::int64_t Multiply(Context* context, const std::int8_t* x, int rows, std::uint32_t seed,
+                        std::int8_t* y) const;
+  // masked (count entries) = dy where y did not clip, else 0: the straight-through estimator.
+  void MaskClipped(const std::int8_t* dy, const std::int8_t* y, std::size_t count,
+                   std::int8_t* masked) const;
+  // The weights' and bias' gradients from `rows` masked output gradients (rows x outputs, at
+  // `gradient_exponent`) and the inputs they came from (rows x inputs).
+  void ComputeGradients(Context* context, const std::int8_t* masked, int gradient_exponent,
+                        const std::int8_t* x, int rows);
+  // masked dY W before any rounding: rows x inputs int32 accumulators at the exponent
+  // gradient + weight (a convolution sums them over patches before it rounds).
+  void InputGradientAccumulators(Context* context, const std::int8_t* masked, int rows,
+                                 std::int32_t* accumulators) const;
 
  private:
   void RoundFromMasters();
@@ -106,17 +118,28 @@ class Linear {
   DyadicInt8 masked_gradient_;
   DyadicInt32 weight_gradient_;
   DyadicInt32 bias_gradient_;
+  std::vector<std::int32_t> gradient_chunk_;
   std::int64_t clipped_outputs_ = 0;
 };
 
 // y = max(x, 0); the gradient passes where x > 0.
-class Relu {
+class Relu : public Layer {
  public:
-  const DyadicInt8& Forward(const DyadicInt8& x);
-  void Backward(const DyadicInt8& dy, DyadicInt8* input_gradient) const;
+  const DyadicInt8& Forward(Context* context, const DyadicInt8& x, std::uint32_t seed) override;
+  void Backward(Context* context, const DyadicInt8& dy, std::uint32_t seed,
+                DyadicInt8* input_gradient) override;
 
  private:
   DyadicInt8 output_;
+};
+
+// Between image layers and Linear ones: an example's height x width x channels values become
+// one vector. The storage (NHWC) already is that vector, so both passes hand their tensor on.
+class Flatten : public Layer {
+ public:
+  const DyadicInt8& Forward(Context* context, const DyadicInt8& x, std::uint32_t seed) override;
+  void Backward(Context* context, const DyadicInt8& dy, std::uint32_t seed,
+                DyadicInt8* input_gradient) override;
 };
 
 }  // namespace train

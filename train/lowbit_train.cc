@@ -1,5 +1,6 @@
-// lowbit-train: trains an integer-only MLP on Iris, the 8x8 digits or Fashion-MNIST and prints a
-// table per epoch (doc/training.md). Floats appear only where data is loaded and figures printed.
+// lowbit-train: trains an integer-only network (an MLP or a convolutional one) on Iris, the 8x8
+// digits or Fashion-MNIST and prints a table per epoch (doc/training.md). Floats appear only where
+// data is loaded and figures printed.
 #include <unistd.h>
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "lowbit/lowbit.h"
+#include "train/architecture.h"
 #include "train/data.h"
 #include "train/float_twin.h"
 #include "train/model_file.h"
@@ -38,11 +40,15 @@ struct Options {
 };
 
 const char kUsage[] =
-    "usage: lowbit-train [--data iris|digits|fashion-mnist] [--arch 4-8-8-3] [--loss mse|ce]\n"
+    "usage: lowbit-train [--data iris|digits|fashion-mnist] [--arch 4-8-8-3 | LAYERS]\n"
+    "                    [--loss mse|ce]\n"
     "                    [--epochs N] [--batch B] [--seed S] [--threads T]\n"
     "                    [--lr-shift L] [--momentum-shift M] [--weight-decay-shift D]\n"
     "                    [--max-step S] [--save FILE] [--float]\n"
-    "       lowbit-train --eval FILE [--data ...] [--threads T]\n";
+    "       lowbit-train --eval FILE [--data ...] [--threads T]\n"
+    "LAYERS: convKxK:C[/sS][/pP], poolK (maxpoolK), avgpoolK, flatten, linear:N, joined by ','\n"
+    "        (e.g. conv3x3:16,pool2,conv3x3:32,pool2,linear:10; ReLU follows each conv and each\n"
+    "        linear layer but the last)\n";
 
 int ParseInt(const std::string& name, const char* text, int min, int max) {
   char* end = nullptr;
@@ -104,8 +110,9 @@ Options Parse(int argc, char** argv) {
   return options;
 }
 
-// Each dataset's split, input exponent and defaults.
-// Each dataset's defaults (doc/training.md, "The command").
+// Each dataset's defaults (doc/training.md, "The command"). A convolution's weight gradient sums
+// over every output pixel of every example, so networks with convolutions take their own
+// learning rate.
 struct Defaults {
   const char* data;
   const char* architecture;
@@ -113,13 +120,14 @@ struct Defaults {
   int epochs;
   int batch;
   int learning_rate_shift;
+  int convolution_learning_rate_shift;
   int input_exponent;
   int activation_exponent;
 };
 constexpr Defaults kDefaults[] = {
-    {"iris", "4-8-8-3", "mse", 500, 8, 10, 5, 5},
-    {"digits", "64-64-10", "ce", 50, 16, 10, 5, 5},
-    {"fashion-mnist", "784-128-10", "ce", 20, 64, 12, 7, 5},
+    {"iris", "4-8-8-3", "mse", 500, 8, 10, 10, 5, 5},
+    {"digits", "64-64-10", "ce", 50, 16, 10, 12, 5, 5},
+    {"fashion-mnist", "784-128-10", "ce", 20, 64, 12, 14, 7, 5},
 };
 
 struct Problem {
@@ -157,18 +165,39 @@ DyadicInt8 Mantissas(const Dataset& set, int exponent) {
   return x;
 }
 
-void CheckFitsData(const std::vector<int>& widths, const Split& split, const std::string& what) {
-  if (widths.front() != split.train.features || widths.back() != split.train.classes) {
-    throw Error(what, "must start with the data's " + std::to_string(split.train.features) +
-                          " features and end with its " + std::to_string(split.train.classes) +
-                          " classes");
+// The shape of the data's examples: images have one channel.
+ImageShape ExampleShape(const Dataset& set) {
+  return {set.height, set.width, set.features / (set.height * set.width)};
+}
+
+void CheckFitsData(const Architecture& architecture, const Split& split, const std::string& what) {
+  const ImageShape data = ExampleShape(split.train);
+  // A network saved with a flat input (an MLP) takes any examples of its size.
+  const bool flat = architecture.input.height == 1 && architecture.input.width == 1;
+  if ((flat && architecture.input.size() != data.size()) || (!flat && architecture.input != data)) {
+    throw Error(what, "takes examples of " + std::to_string(architecture.input.height) + " x " +
+                          std::to_string(architecture.input.width) + " x " +
+                          std::to_string(architecture.input.channels) + ", the data's are " +
+                          std::to_string(data.height) + " x " + std::to_string(data.width) + " x " +
+                          std::to_string(data.channels));
   }
+  if (architecture.classes() != split.train.classes) {
+    throw Error(what, "must end with the data's " + std::to_string(split.train.classes) +
+                          " classes, not " + std::to_string(architecture.classes()));
+  }
+}
+
+bool HasConvolutions(const Architecture& architecture) {
+  for (const LayerSpec& spec : architecture.layers) {
+    if (spec.kind == LayerKind::kConv2d) return true;
+  }
+  return false;
 }
 
 // --eval: the saved network's accuracy on the data's test set.
 int Evaluate(const Options& options, const Problem& problem) {
   Network network = LoadModel(options.eval);
-  CheckFitsData(network.settings().widths, problem.split, "--eval " + options.eval);
+  CheckFitsData(network.settings().architecture, problem.split, "--eval " + options.eval);
   if (network.settings().input_exponent != problem.defaults.input_exponent) {
     throw Error("--eval " + options.eval, "was trained on inputs at exponent " +
                                               std::to_string(network.settings().input_exponent) +
@@ -206,14 +235,15 @@ int Run(int argc, char** argv) {
   const Problem problem = Load(options);
   if (!options.eval.empty()) return Evaluate(options, problem);
   NetworkSettings settings;
-  settings.widths = ParseArchitecture(
+  settings.architecture = ParseArchitecture(
       options.architecture.empty() ? problem.defaults.architecture : options.architecture,
-      "--arch");
-  CheckFitsData(settings.widths, problem.split, "--arch");
+      ExampleShape(problem.split.train), "--arch");
+  CheckFitsData(settings.architecture, problem.split, "--arch");
   settings.input_exponent = problem.defaults.input_exponent;
   settings.activation_exponent = problem.defaults.activation_exponent;
-  settings.sgd.learning_rate_shift = options.learning_rate_shift >= 0
-                                         ? options.learning_rate_shift
+  settings.sgd.learning_rate_shift = options.learning_rate_shift >= 0 ? options.learning_rate_shift
+                                     : HasConvolutions(settings.architecture)
+                                         ? problem.defaults.convolution_learning_rate_shift
                                          : problem.defaults.learning_rate_shift;
   settings.sgd.momentum_shift = options.momentum_shift;
   settings.sgd.weight_decay_shift = options.weight_decay_shift;
@@ -240,6 +270,7 @@ int Run(int argc, char** argv) {
     real_train_inputs = RealValues(train_inputs);
     real_test_inputs = RealValues(test_inputs);
   }
+  std::printf("network: %s\n", DescribeArchitecture(settings.architecture).c_str());
   // The float twin's columns follow the exponents, which are padded to line them up.
   const int exponents_width = twin ? 30 : 0;
   std::printf("%5s %10s %7s %7s %8s %8s  %-*s", "epoch", "loss", "train%", "test%", "seconds",

@@ -17,7 +17,8 @@ namespace train {
 namespace {
 
 constexpr char kMagic[8] = {'L', 'B', 'T', 'R', 'A', 'I', 'N', '\0'};
-constexpr std::uint32_t kVersion = 1;
+// Version 1 held MLPs only: a width count and the widths where version 2 has the architecture.
+constexpr std::uint32_t kVersion = 2;
 
 class Writer {
  public:
@@ -79,6 +80,59 @@ std::uint32_t Checksum(const unsigned char* data, std::size_t size) {
   return static_cast<std::uint32_t>(crc32(crc32(0L, Z_NULL, 0), data, static_cast<uInt>(size)));
 }
 
+// Version 1's architecture: an MLP's widths.
+Architecture ReadWidths(Reader* reader) {
+  const std::int32_t count = reader->I32("width count");
+  if (count < 2 || count > 64) {
+    reader->Fail("width count " + std::to_string(count) + " not in [2, 64]");
+  }
+  std::vector<int> widths;
+  for (int i = 0; i < count; ++i) {
+    const std::int32_t width = reader->I32("widths");
+    if (width < 1 || width > 999999) {
+      reader->Fail("width " + std::to_string(width) + " not in [1, 999999]");
+    }
+    widths.push_back(width);
+  }
+  return MlpArchitecture(widths);
+}
+
+Architecture ReadArchitecture(Reader* reader) {
+  Architecture architecture;
+  const auto dimension = [reader](const char* what) {
+    const std::int32_t v = reader->I32(what);
+    if (v < 1 || v > 999999)
+      reader->Fail(std::string(what) + " " + std::to_string(v) + " not in [1, 999999]");
+    return v;
+  };
+  architecture.input.height = dimension("input height");
+  architecture.input.width = dimension("input width");
+  architecture.input.channels = dimension("input channels");
+  const std::int32_t count = reader->I32("layer count");
+  if (count < 1 || count > 256) {
+    reader->Fail("layer count " + std::to_string(count) + " not in [1, 256]");
+  }
+  for (int i = 0; i < count; ++i) {
+    LayerSpec spec;
+    const std::int32_t kind = reader->I32("layers");
+    if (kind < 0 || kind > static_cast<int>(LayerKind::kFlatten)) {
+      reader->Fail("layer kind " + std::to_string(kind) + " unknown");
+    }
+    spec.kind = static_cast<LayerKind>(kind);
+    spec.outputs = reader->I32("layers");
+    spec.window.kernel = reader->I32("layers");
+    spec.window.stride = reader->I32("layers");
+    spec.window.padding = reader->I32("layers");
+    architecture.layers.push_back(spec);
+  }
+  try {
+    LayerShapes(architecture, "architecture");
+  } catch (const Error& error) {
+    reader->Fail(std::string("architecture rejected: ") + error.what());
+  }
+  return architecture;
+}
+
 }  // namespace
 
 void SaveModel(const Network& network, const std::string& path) {
@@ -86,8 +140,18 @@ void SaveModel(const Network& network, const std::string& path) {
   Writer writer;
   writer.Bytes(kMagic, sizeof kMagic);
   writer.U32(kVersion);
-  writer.I32(static_cast<std::int32_t>(settings.widths.size()));
-  for (const int width : settings.widths) writer.I32(width);
+  const Architecture& architecture = settings.architecture;
+  for (const int v :
+       {architecture.input.height, architecture.input.width, architecture.input.channels}) {
+    writer.I32(v);
+  }
+  writer.I32(static_cast<std::int32_t>(architecture.layers.size()));
+  for (const LayerSpec& spec : architecture.layers) {
+    for (const int v : {static_cast<int>(spec.kind), spec.outputs, spec.window.kernel,
+                        spec.window.stride, spec.window.padding}) {
+      writer.I32(v);
+    }
+  }
   writer.I32(settings.input_exponent);
   writer.I32(settings.activation_exponent);
   writer.I32(settings.bits);
@@ -99,13 +163,13 @@ void SaveModel(const Network& network, const std::string& path) {
   writer.I32(settings.sgd.max_step);
   writer.U64(settings.seed);
   std::vector<std::int32_t> state;
-  for (const Linear& layer : network.linear_layers()) {
-    const LinearExponents& e = layer.exponents();
+  for (const Layer* layer : network.LearningLayers()) {
+    const LinearExponents& e = LayerWeights(*layer).exponents();
     for (const int v : {e.input_exponent, e.weight_exponent, e.forward_shift, e.backward_shift}) {
       writer.I32(v);
     }
-    state.resize(layer.StateSize());
-    layer.GetState(state.data());
+    state.resize(layer->StateSize());
+    layer->GetState(state.data());
     for (const std::int32_t v : state) writer.I32(v);
   }
   const std::uint32_t checksum = Checksum(writer.buffer().data(), writer.buffer().size());
@@ -129,8 +193,8 @@ Network LoadModel(const std::string& path) {
     reader.Fail("not a lowbit-train model file (it does not start with \"LBTRAIN\")");
   }
   const std::uint32_t version = reader.U32("format version");
-  if (version != kVersion) {
-    reader.Fail("format version " + std::to_string(version) + ", this lowbit-train reads " +
+  if (version != 1 && version != kVersion) {
+    reader.Fail("format version " + std::to_string(version) + ", this lowbit-train reads 1 and " +
                 std::to_string(kVersion));
   }
   if (bytes.size() < 4 + reader.offset()) reader.Fail("truncated: no checksum");
@@ -141,15 +205,7 @@ Network LoadModel(const std::string& path) {
     reader.Fail("checksum mismatch: the file is corrupt or truncated");
   }
   NetworkSettings settings;
-  const std::int32_t count = reader.I32("width count");
-  if (count < 2 || count > 64)
-    reader.Fail("width count " + std::to_string(count) + " not in [2, 64]");
-  for (int i = 0; i < count; ++i) {
-    const std::int32_t width = reader.I32("widths");
-    if (width < 1 || width > 999999)
-      reader.Fail("width " + std::to_string(width) + " not in [1, 999999]");
-    settings.widths.push_back(width);
-  }
+  settings.architecture = version == 1 ? ReadWidths(&reader) : ReadArchitecture(&reader);
   settings.input_exponent = reader.I32("input exponent");
   settings.activation_exponent = reader.I32("activation exponent");
   settings.bits = reader.I32("bits");
@@ -173,8 +229,8 @@ Network LoadModel(const std::string& path) {
     }
   }();
   std::vector<std::int32_t> state;
-  for (Linear& layer : network.linear_layers()) {
-    const LinearExponents& e = layer.exponents();
+  for (Layer* layer : network.LearningLayers()) {
+    const LinearExponents& e = LayerWeights(*layer).exponents();
     for (const int expected :
          {e.input_exponent, e.weight_exponent, e.forward_shift, e.backward_shift}) {
       const std::int32_t stored_exponent = reader.I32("layer exponents");
@@ -184,9 +240,9 @@ Network LoadModel(const std::string& path) {
                     " expected)");
       }
     }
-    state.resize(layer.StateSize());
+    state.resize(layer->StateSize());
     for (std::int32_t& v : state) v = reader.I32("layer state");
-    layer.SetState(state.data());
+    layer->SetState(state.data());
   }
   if (reader.offset() != body) {
     reader.Fail(std::to_string(body - reader.offset()) + " bytes left over after the last layer");

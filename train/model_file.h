@@ -10,11 +10,13 @@
 namespace lowbit {
 namespace train {
 
-// The layout (little-endian): the 8 bytes "LBTRAIN\0", the format version (uint32, 1), the
-// settings (int32s: width count, widths, input and activation exponents, bits, rounding, loss,
-// the four SGD shifts and max step; the seed as uint64), then for each Linear layer its four
-// exponents and its state (Linear::GetState), and last the CRC-32 (zlib's) of all the bytes
-// before it.
+// The layout (little-endian): the 8 bytes "LBTRAIN\0", the format version (uint32, 2), the
+// settings (int32s: the input's height, width and channels, the layer count and for each layer
+// its kind, outputs, kernel, stride and padding (LayerSpec), the input and activation exponents,
+// bits, rounding, loss, the four SGD shifts and max step; the seed as uint64), then for each
+// layer that learns its four exponents and its state (Layer::GetState), and last the CRC-32
+// (zlib's) of all the bytes before it. Version 1 files (MLPs: a width count and the widths in
+// place of the architecture) load too.
 void SaveModel(const Network& network, const std::string& path);
 
 // The network saved in `path`. A missing, truncated or corrupt file, another format or version,

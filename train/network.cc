@@ -1,9 +1,9 @@
-// The integer-only MLP (train/network.h): exponents chosen from the layers' fan-in, the MSE
-// loss's gradient, and the step that runs forward, backward and update.
+// The integer-only network (train/network.h): layers built from an architecture, exponents chosen
+// from the layers' fan-in, the losses' gradients, and the step that runs forward, backward and
+// update.
 #include "train/network.h"
 
 #include <algorithm>
-#include <sstream>
 
 #include "lowbit/fixedpoint/fixedpoint.h"
 
@@ -63,65 +63,149 @@ std::int32_t MinusLog2(std::int32_t probability) {
   return ((15 - integer) << 8) - fraction;
 }
 
-std::vector<int> ParseArchitecture(const std::string& architecture, const std::string& argument) {
-  std::vector<int> widths;
-  std::stringstream stream(architecture);
-  std::string part;
-  while (std::getline(stream, part, '-')) {
-    const bool digits =
-        !part.empty() && part.size() <= 6 &&
-        std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (!digits || std::stoi(part) < 1) {
-      throw Error(argument,
-                  "must be widths joined by '-', each 1 to 999999 (e.g. 784-128-10), got \"" +
-                      architecture + "\"");
+Architecture MlpArchitecture(const std::vector<int>& widths) {
+  Architecture architecture;
+  if (!widths.empty()) architecture.input = {1, 1, widths.front()};
+  for (std::size_t k = 1; k < widths.size(); ++k) {
+    architecture.layers.push_back({LayerKind::kLinear, widths[k], {}});
+    if (k + 1 < widths.size()) architecture.layers.push_back({LayerKind::kRelu, 0, {}});
+  }
+  return architecture;
+}
+
+std::vector<ImageShape> LayerShapes(const Architecture& architecture, const std::string& argument) {
+  const auto fail = [&argument](std::size_t k, const std::string& fault) {
+    throw Error(argument, "layer " + std::to_string(k + 1) + ": " + fault);
+  };
+  if (architecture.input.size() < 1 || architecture.input.height < 1 ||
+      architecture.input.width < 1) {
+    throw Error(argument, "needs an input of at least one value");
+  }
+  if (architecture.layers.empty() || architecture.layers.back().kind != LayerKind::kLinear) {
+    throw Error(argument, "must end with a Linear layer, whose outputs are the classes");
+  }
+  std::vector<ImageShape> shapes;
+  ImageShape shape = architecture.input;
+  bool flat = false;  // after a Flatten or Linear layer, image layers no longer apply
+  for (std::size_t k = 0; k < architecture.layers.size(); ++k) {
+    const LayerSpec& spec = architecture.layers[k];
+    const Window& window = spec.window;
+    const bool image_layer = spec.kind == LayerKind::kConv2d || spec.kind == LayerKind::kMaxPool ||
+                             spec.kind == LayerKind::kAvgPool;
+    if (image_layer && flat) fail(k, "image layers must come before Flatten and Linear layers");
+    if (image_layer && (window.kernel < 1 || window.stride < 1 || window.padding < 0 ||
+                        window.Outputs(shape.height) < 1 || window.Outputs(shape.width) < 1)) {
+      fail(k, "a " + std::to_string(window.kernel) + " x " + std::to_string(window.kernel) +
+                  " window (stride " + std::to_string(window.stride) + ", padding " +
+                  std::to_string(window.padding) + ") does not fit its " +
+                  std::to_string(shape.height) + " x " + std::to_string(shape.width) + " input");
     }
-    widths.push_back(std::stoi(part));
+    if ((spec.kind == LayerKind::kLinear || spec.kind == LayerKind::kConv2d) && spec.outputs < 1) {
+      fail(k, "needs at least one output, got " + std::to_string(spec.outputs));
+    }
+    switch (spec.kind) {
+      case LayerKind::kLinear:
+        shape = {1, 1, spec.outputs};
+        flat = true;
+        break;
+      case LayerKind::kConv2d:
+        shape = {window.Outputs(shape.height), window.Outputs(shape.width), spec.outputs};
+        break;
+      case LayerKind::kMaxPool:
+      case LayerKind::kAvgPool:
+        shape = {window.Outputs(shape.height), window.Outputs(shape.width), shape.channels};
+        break;
+      case LayerKind::kRelu:
+        break;
+      case LayerKind::kFlatten:
+        shape = {1, 1, shape.size()};
+        flat = true;
+        break;
+    }
+    shapes.push_back(shape);
   }
-  if (widths.size() < 2) {
-    throw Error(argument,
-                "needs at least an input and an output width, got \"" + architecture + "\"");
-  }
-  return widths;
+  return shapes;
+}
+
+const Linear& LayerWeights(const Layer& layer) {
+  if (const auto* conv = dynamic_cast<const Conv2d*>(&layer)) return conv->filters();
+  if (const auto* linear = dynamic_cast<const Linear*>(&layer)) return *linear;
+  throw Error("layer", "has no weights");
 }
 
 Network::Network(const NetworkSettings& settings) : settings_(settings), seeds_(settings.seed) {
-  if (settings.widths.size() < 2) throw Error("widths", "needs at least two widths");
+  shapes_ = LayerShapes(settings.architecture, "architecture");
   if (settings.bits < 2 || settings.bits > 8) {
     throw Error("bits", "must be in [2, 8], got " + std::to_string(settings.bits));
   }
   SeedSequence init(seeds_.Next64());
-  for (std::size_t k = 0; k + 1 < settings.widths.size(); ++k) {
+  ImageShape shape = settings.architecture.input;
+  int exponent = settings.input_exponent;
+  // The exponents of a layer with weights whose products sum `fan_in` terms: the forward shift
+  // brings its output to the activation exponent, the backward shift keeps the gradient's.
+  const auto exponents_for = [&](int fan_in) {
     LinearExponents exponents;
-    exponents.input_exponent = k == 0 ? settings.input_exponent : settings.activation_exponent;
-    exponents.weight_exponent = WeightExponent(settings.widths[k]);
+    exponents.input_exponent = exponent;
+    exponents.weight_exponent = WeightExponent(fan_in);
     exponents.forward_shift =
         exponents.input_exponent + exponents.weight_exponent - settings.activation_exponent;
     exponents.backward_shift = exponents.weight_exponent;
-    linear_.emplace_back(settings.widths[k], settings.widths[k + 1], exponents, settings.bits,
-                         settings.rounding, &init);
+    return exponents;
+  };
+  for (std::size_t k = 0; k < settings.architecture.layers.size(); ++k) {
+    const LayerSpec& spec = settings.architecture.layers[k];
+    const Window& window = spec.window;
+    switch (spec.kind) {
+      case LayerKind::kLinear:
+        layers_.push_back(std::make_unique<Linear>(shape.size(), spec.outputs,
+                                                   exponents_for(shape.size()), settings.bits,
+                                                   settings.rounding, &init));
+        exponent = settings.activation_exponent;
+        break;
+      case LayerKind::kConv2d:
+        layers_.push_back(
+            std::make_unique<Conv2d>(shape, spec.outputs, window,
+                                     exponents_for(window.kernel * window.kernel * shape.channels),
+                                     settings.bits, settings.rounding, &init));
+        exponent = settings.activation_exponent;
+        break;
+      case LayerKind::kMaxPool:
+        layers_.push_back(std::make_unique<MaxPool2d>(shape, window.kernel));
+        break;
+      case LayerKind::kAvgPool:
+        layers_.push_back(std::make_unique<AvgPool2d>(shape, window.kernel, settings.rounding));
+        break;
+      case LayerKind::kRelu:
+        layers_.push_back(std::make_unique<Relu>());
+        break;
+      case LayerKind::kFlatten:
+        layers_.push_back(std::make_unique<Flatten>());
+        break;
+    }
+    if (layers_.back()->learns()) forward_exponents_.push_back(exponent);
+    shape = shapes_[k];
   }
-  relu_.resize(linear_.size() - 1);
 }
 
-std::vector<int> Network::ForwardExponents() const {
-  std::vector<int> exponents;
-  for (const Linear& layer : linear_) exponents.push_back(layer.exponents().output_exponent());
-  return exponents;
+std::vector<Layer*> Network::LearningLayers() const {
+  std::vector<Layer*> learning;
+  for (const std::unique_ptr<Layer>& layer : layers_) {
+    if (layer->learns()) learning.push_back(layer.get());
+  }
+  return learning;
 }
 
 const DyadicInt8& Network::Forward(Context* context, const DyadicInt8& input) {
   const DyadicInt8* x = &input;
-  for (std::size_t k = 0; k < linear_.size(); ++k) {
-    x = &linear_[k].Forward(context, *x, seeds_.Next());
-    if (k < relu_.size()) x = &relu_[k].Forward(*x);
+  for (const std::unique_ptr<Layer>& layer : layers_) {
+    x = &layer->Forward(context, *x, layer->rounds() ? seeds_.Next() : 0);
   }
   return *x;
 }
 
 StepStatistics Network::TrainStep(Context* context, const DyadicInt8& input,
                                   const std::vector<int>& labels) {
-  CheckLabels(labels, input.rows, settings_.widths.back());
+  CheckLabels(labels, input.rows, settings_.architecture.classes());
   const DyadicInt8& output = Forward(context, input);
   StepStatistics statistics;
   DyadicInt8 gradient(output.rows, output.cols, output.exponent);
@@ -156,19 +240,23 @@ StepStatistics Network::TrainStep(Context* context, const DyadicInt8& input,
     }
     statistics.loss_exponent = 8;
   }
-  backward_exponents_.assign(linear_.size(), 0);
+  backward_exponents_.clear();
   DyadicInt8 input_gradient;
-  for (std::size_t k = linear_.size(); k-- > 0;) {
-    linear_[k].Backward(context, gradient, seeds_.Next(), k > 0 ? &input_gradient : nullptr);
-    statistics.clipped += linear_[k].clipped_outputs();
-    statistics.outputs += static_cast<std::int64_t>(input.rows) * linear_[k].outputs();
-    if (k == 0) break;
-    backward_exponents_[k] = input_gradient.exponent;
-    relu_[k - 1].Backward(input_gradient, &gradient);
+  for (std::size_t k = layers_.size(); k-- > 0;) {
+    Layer& layer = *layers_[k];
+    if (layer.learns()) {
+      backward_exponents_.insert(backward_exponents_.begin(),
+                                 layer.InputGradientExponent(gradient.exponent));
+    }
+    layer.Backward(context, gradient, layer.rounds() ? seeds_.Next() : 0,
+                   k > 0 ? &input_gradient : nullptr);
+    if (layer.learns()) {
+      statistics.clipped += layer.clipped_outputs();
+      statistics.outputs += static_cast<std::int64_t>(input.rows) * shapes_[k].size();
+    }
+    std::swap(gradient, input_gradient);
   }
-  backward_exponents_[0] = linear_[0].exponents().input_gradient_exponent(
-      linear_.size() > 1 ? backward_exponents_[1] : gradient.exponent);
-  for (Linear& layer : linear_) layer.Update(settings_.sgd, &seeds_);
+  for (const std::unique_ptr<Layer>& layer : layers_) layer->Update(settings_.sgd, &seeds_);
   return statistics;
 }
 
@@ -200,7 +288,7 @@ DyadicInt8 Gather(const DyadicInt8& inputs, const std::vector<int>& order, int f
 // Before any step: the labels' count and range, and the batch.
 void CheckExamples(const Network& network, const DyadicInt8& inputs, const std::vector<int>& labels,
                    int batch) {
-  CheckLabels(labels, inputs.rows, network.settings().widths.back());
+  CheckLabels(labels, inputs.rows, network.settings().architecture.classes());
   if (batch < 1) throw Error("batch", "must be at least 1, got " + std::to_string(batch));
 }
 

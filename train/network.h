@@ -1,15 +1,18 @@
-// An integer-only multilayer perceptron (Linear and ReLU layers) and its training step: forward,
-// loss, backward and update, with integers only (doc/training.md).
+// An integer-only network (a list of layers: Linear, Conv2d, pooling, ReLU, Flatten) and its
+// training step: forward, loss, backward and update, with integers only (doc/training.md).
 #ifndef LOWBIT_TRAIN_NETWORK_H_
 #define LOWBIT_TRAIN_NETWORK_H_
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "lowbit/lowbit.h"
 #include "train/dyadic.h"
+#include "train/image_layers.h"
+#include "train/layer.h"
 #include "train/layers.h"
 
 namespace lowbit {
@@ -19,12 +22,43 @@ namespace train {
 // softmax from the fixed-point library's exp (lowbit/fixedpoint/fixedpoint.h) in Q0.15.
 enum class Loss { kMse, kCrossEntropy };
 
+enum class LayerKind { kLinear, kConv2d, kMaxPool, kAvgPool, kRelu, kFlatten };
+
+// One layer of an architecture. `outputs`: a Linear layer's outputs or a Conv2d's channels.
+// `window`: a Conv2d's kernel, stride and padding, or a pooling layer's size (kernel = stride =
+// size, no padding).
+struct LayerSpec {
+  LayerKind kind = LayerKind::kLinear;
+  int outputs = 0;
+  Window window;
+};
+
+// A network's layers and the shape of its input examples. The last layer is the Linear one
+// whose outputs are the classes.
+struct Architecture {
+  ImageShape input;
+  std::vector<LayerSpec> layers;
+  int classes() const { return layers.empty() ? 0 : layers.back().outputs; }
+};
+
+// An MLP: Linear layers of the given widths (input first), ReLU between them; the input is
+// widths.front() features.
+Architecture MlpArchitecture(const std::vector<int>& widths);
+
+// The shape of each layer's output, in order. Throws lowbit::Error naming `argument` unless
+// every layer fits its input (windows within the image, image layers before the first
+// Flatten or Linear) and the last layer is Linear.
+std::vector<ImageShape> LayerShapes(const Architecture& architecture, const std::string& argument);
+
+// The weights of a layer that learns: a Linear layer itself, or a Conv2d's filters. Throws
+// lowbit::Error for a layer without weights.
+const Linear& LayerWeights(const Layer& layer);
+
 struct NetworkSettings {
-  // Widths from the input to the output, e.g. {4, 8, 8, 3}: Linear layers with ReLU between.
-  std::vector<int> widths;
-  // The exponent of the input, and of every Linear layer's output: each forward shift is chosen
-  // to give it. The gradient of the output comes at the output's exponent, and each backward
-  // shift keeps it.
+  Architecture architecture;
+  // The exponent of the input, and of every Linear and Conv2d layer's output: each forward
+  // shift is chosen to give it. The gradient of the output comes at the output's exponent, and each
+  // backward shift keeps it.
   int input_exponent = 5;
   int activation_exponent = 5;
   int bits = 8;
@@ -43,12 +77,9 @@ constexpr int kCrossEntropyGradientExponent = 7;
 void Softmax(const std::int8_t* logits, int count, int exponent, std::int32_t* probabilities);
 std::int32_t MinusLog2(std::int32_t probability);
 
-// Parses "4-8-8-3" into widths; throws lowbit::Error naming `argument` for anything else.
-std::vector<int> ParseArchitecture(const std::string& architecture, const std::string& argument);
-
 // What one training step measured: the loss summed over the batch (MSE: squares of mantissas,
 // exponent 2 * the output's; cross-entropy: -log2 of the label's probability, in bits, exponent
-// 8), and the clipped forward outputs of the Linear layers.
+// 8), and the clipped forward outputs of the layers that learn (Linear and Conv2d).
 struct StepStatistics {
   std::int64_t loss_mantissa = 0;
   int loss_exponent = 0;
@@ -61,10 +92,13 @@ class Network {
   explicit Network(const NetworkSettings& settings);
 
   const NetworkSettings& settings() const { return settings_; }
-  const std::vector<Linear>& linear_layers() const { return linear_; }
-  std::vector<Linear>& linear_layers() { return linear_; }
+  const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+  // The output shape of each layer.
+  const std::vector<ImageShape>& shapes() const { return shapes_; }
+  // The layers that learn (Linear and Conv2d), first to last.
+  std::vector<Layer*> LearningLayers() const;
 
-  // The output (logits) for a batch x widths.front() input at input_exponent.
+  // The output (logits) for a batch x the input shape's size input at input_exponent.
   const DyadicInt8& Forward(Context* context, const DyadicInt8& input);
   // One step on a batch: forward, the loss's gradient, backward and update.
   StepStatistics TrainStep(Context* context, const DyadicInt8& input,
@@ -72,16 +106,17 @@ class Network {
   // The class with the largest output for each example.
   std::vector<int> Predict(Context* context, const DyadicInt8& input);
 
-  // The exponent of each Linear layer's output in the forward pass, and of each Linear layer's
-  // input gradient in the last backward pass (first layer first).
-  std::vector<int> ForwardExponents() const;
+  // The exponent of each learning layer's output in the forward pass, and of each learning
+  // layer's input gradient in the last backward pass (first layer first).
+  const std::vector<int>& ForwardExponents() const { return forward_exponents_; }
   const std::vector<int>& BackwardExponents() const { return backward_exponents_; }
 
  private:
   NetworkSettings settings_;
   SeedSequence seeds_;
-  std::vector<Linear> linear_;
-  std::vector<Relu> relu_;  // after each Linear layer but the last
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<ImageShape> shapes_;
+  std::vector<int> forward_exponents_;
   std::vector<int> backward_exponents_;
 };
 
