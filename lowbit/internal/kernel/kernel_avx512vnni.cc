@@ -52,8 +52,8 @@ constexpr KernelFormat kFormat = Tile::kFormat;
 
 void PackLhsAvx512Vnni(const MatrixView& source, int start, int count, int depth_start, int depth,
                        void* packed, std::int32_t* sums) {
-  PackByteGroupsAvx2(source, kFormat.lhs_type, kFormat.lhs_rows, start, count, depth_start, depth,
-                     packed, sums);
+  PackByteGroupsAvx512(source, kFormat.lhs_type, kFormat.lhs_rows, start, count, depth_start, depth,
+                       packed, sums);
 }
 
 void PackRhsAvx512Vnni(const MatrixView& source, int start, int count, int depth_start, int depth,

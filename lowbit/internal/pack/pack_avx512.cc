@@ -1,8 +1,10 @@
 // AVX-512 packing (see pack_x86.h), compiled with -mavx2 -mavx512f -mavx512bw -mavx512vnni:
 // uint8 byte groups for the whole panels of 16 or 32 rows of a source whose rows run along the
-// depth, 64 depth values a step, which are the AVX-512 VNNI kernel's rhs panels. Everything else
-// (the depth tail, a last partial panel, other widths, int8 groups, a source whose rows are
-// adjacent) goes to PackByteGroupsAvx2, which writes the same layout.
+// depth, 64 depth values a step, which are the AVX-512 VNNI kernel's rhs panels; and byte
+// groups of either type, in panels of any width, of a source whose rows are adjacent (a
+// column-major lhs, a row-major rhs), 32 rows and 4 depth values a step. Everything else (the
+// depth tail of the first, a last partial panel of it, other widths) goes to
+// PackByteGroupsAvx2, which writes the same layout.
 #include <cstddef>
 #include <cstdint>
 
@@ -44,6 +46,108 @@ void PackUint8PanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, i
   }
 }
 
+// Rows [0, count) of a source whose rows are adjacent for a fixed depth, in panels of `width`
+// rows, the last one padded with zero rows: `rows_base` is row 0 at the first depth. 32 rows at
+// a time, for each 4 depth values: the four lines' bytes (masked loads: nothing past the last
+// row is read, and its padding stays zero) interleave, bytes then pairs, into the rows' 4-byte
+// groups, two 16-row halves per register put in row order by lane permutes, and each panel's
+// run of them is stored to its place with masked stores. A depth value past the depth is zero,
+// as padding must be. maddubs + madd add each group's values to its row's sum (signed for int8:
+// the ones take maddubs' unsigned side).
+template <PackedType kType>
+void PackRowsAdjacent(const std::uint8_t* rows_base, std::ptrdiff_t stride, int count, int width,
+                      int depth, __m256i delta, std::uint8_t* out, std::int32_t* sums) {
+  const int padded_depth = (depth + kGroup - 1) / kGroup * kGroup;
+  const int padded_rows = (count + width - 1) / width * width;
+  const std::ptrdiff_t panel_size = static_cast<std::ptrdiff_t>(width) * padded_depth;
+  const __m256i ones8 = _mm256_set1_epi8(1);
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  // A chunk of depth at a time for every block of rows, so that its lines stay in cache while
+  // the blocks walk down them.
+  constexpr int kDepthChunk = 256;
+  for (int chunk = 0; chunk < depth; chunk += kDepthChunk) {
+    const int chunk_end = depth - chunk < kDepthChunk ? depth : chunk + kDepthChunk;
+    for (int first = 0; first < padded_rows; first += 32) {
+      const int block = padded_rows - first < 32 ? padded_rows - first : 32;
+      const int valid = count - first < block ? (count > first ? count - first : 0) : block;
+      const __mmask64 present = valid == 32 ? 0xffffffffULL : (__mmask64{1} << valid) - 1;
+      // Where each panel's run of the block's rows goes, in pieces of at most 16 rows: the same
+      // for every depth step, so worked out (with its divisions) once per block.
+      struct Piece {
+        std::ptrdiff_t offset;  // in `out`, at the first depth step
+        int first_row;          // in the block
+        __mmask16 mask;
+      };
+      Piece pieces[32];
+      int piece_count = 0;
+      for (int r = 0; r < block;) {
+        const int row = first + r;
+        const int in_panel = row % width;
+        const int run = width - in_panel < block - r ? width - in_panel : block - r;
+        for (int piece = 0; piece < run; piece += 16) {
+          const int rows = run - piece < 16 ? run - piece : 16;
+          pieces[piece_count++] = {(row / width) * panel_size + (in_panel + piece) * kGroup,
+                                   r + piece, static_cast<__mmask16>((1U << rows) - 1)};
+        }
+        r += run;
+      }
+      __m256i row_sums[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                             _mm256_setzero_si256()};
+      for (int d = chunk; d < chunk_end; d += kGroup) {
+        __m256i line[kGroup];
+        for (int j = 0; j < kGroup; ++j) {
+          line[j] = d + j < depth
+                        ? _mm512_castsi512_si256(_mm512_maskz_add_epi8(
+                              present,
+                              _mm512_maskz_loadu_epi8(
+                                  present,
+                                  rows_base + static_cast<std::ptrdiff_t>(d + j) * stride + first),
+                              _mm512_castsi256_si512(delta)))
+                        : _mm256_setzero_si256();
+        }
+        const __m256i low01 = _mm256_unpacklo_epi8(line[0], line[1]);
+        const __m256i high01 = _mm256_unpackhi_epi8(line[0], line[1]);
+        const __m256i low23 = _mm256_unpacklo_epi8(line[2], line[3]);
+        const __m256i high23 = _mm256_unpackhi_epi8(line[2], line[3]);
+        // Per 128-bit lane (rows 0-15, then 16-31): rows 0-3, 4-7, 8-11, 12-15 of the lane.
+        const __m256i quad0 = _mm256_unpacklo_epi16(low01, low23);
+        const __m256i quad1 = _mm256_unpackhi_epi16(low01, low23);
+        const __m256i quad2 = _mm256_unpacklo_epi16(high01, high23);
+        const __m256i quad3 = _mm256_unpackhi_epi16(high01, high23);
+        const __m256i in_order[4] = {_mm256_permute2x128_si256(quad0, quad1, 0x20),
+                                     _mm256_permute2x128_si256(quad2, quad3, 0x20),
+                                     _mm256_permute2x128_si256(quad0, quad1, 0x31),
+                                     _mm256_permute2x128_si256(quad2, quad3, 0x31)};
+        for (int k = 0; k < 4; ++k) {
+          const __m256i pairs = kType == PackedType::kUint8
+                                    ? _mm256_maddubs_epi16(in_order[k], ones8)
+                                    : _mm256_maddubs_epi16(ones8, in_order[k]);
+          row_sums[k] = _mm256_add_epi32(row_sums[k], _mm256_madd_epi16(pairs, ones16));
+        }
+        // Rows 0-15 and 16-31, one 4-byte group per int32 lane. A run of a panel's rows is picked
+        // from the pair by a two-source permute and stored under a mask: no round trip through
+        // memory, whose 64-byte loads of 32-byte stores would stall store forwarding.
+        const __m512i low_rows =
+            _mm512_inserti64x4(_mm512_castsi256_si512(in_order[0]), in_order[1], 1);
+        const __m512i high_rows =
+            _mm512_inserti64x4(_mm512_castsi256_si512(in_order[2]), in_order[3], 1);
+        const std::ptrdiff_t step_offset = static_cast<std::ptrdiff_t>(d / kGroup) * width * kGroup;
+        for (int p = 0; p < piece_count; ++p) {
+          const __m512i picked = _mm512_permutex2var_epi32(
+              low_rows, _mm512_add_epi32(lanes, _mm512_set1_epi32(pieces[p].first_row)), high_rows);
+          _mm512_mask_storeu_epi32(out + pieces[p].offset + step_offset, pieces[p].mask, picked);
+        }
+      }
+      alignas(32) std::int32_t block_sums[32];
+      for (int k = 0; k < 4; ++k) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(block_sums + 8 * k), row_sums[k]);
+      }
+      for (int r = 0; r < valid; ++r) sums[first + r] += block_sums[r];
+    }
+  }
+}
+
 }  // namespace
 
 void PackByteGroupsAvx512(const MatrixView& source, PackedType type, int panel_width, int start,
@@ -59,6 +163,20 @@ void PackByteGroupsAvx512(const MatrixView& source, PackedType type, int panel_w
     PackByteGroupsAvx2(source, type, panel_width, first_row, rows, rest_depth_start, rest_depth,
                        out, rest_sums);
   };
+  if (source.order == Order::kColMajor) {
+    const auto* rows_base = static_cast<const std::uint8_t*>(source.data) +
+                            static_cast<std::ptrdiff_t>(depth_start) * source.stride + start;
+    const __m256i delta256 = _mm256_set1_epi8(static_cast<char>(-PackedValueShift(type, source)));
+    auto* out = static_cast<std::uint8_t*>(packed);
+    if (type == PackedType::kUint8) {
+      PackRowsAdjacent<PackedType::kUint8>(rows_base, source.stride, count, panel_width, depth,
+                                           delta256, out, sums);
+    } else {
+      PackRowsAdjacent<PackedType::kInt8>(rows_base, source.stride, count, panel_width, depth,
+                                          delta256, out, sums);
+    }
+    return;
+  }
   const bool stepped = type == PackedType::kUint8 && panel_width % 16 == 0;
   PackWholePanelsInSteps(source, stepped, panel_width, start, count, depth_start, depth, kStep,
                          kGroup, static_cast<std::uint8_t*>(packed), sums, steps, rest);
