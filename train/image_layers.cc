@@ -57,9 +57,9 @@ const DyadicInt8& Conv2d::Forward(Context* context, const DyadicInt8& x, std::ui
   patch_rows_ = x.rows * output_shape_.height * output_shape_.width;
   patches_.resize(static_cast<std::size_t>(patch_rows_) * filters_.inputs() + kIm2colSlackBytes);
   Im2col(x.mantissas.data(), x.rows, input_, window_, output_shape_, patches_.data());
-  output_ = DyadicInt8(x.rows, output_shape_.size(), filters_.exponents().output_exponent());
-  clipped_outputs_ =
-      filters_.Multiply(context, patches_.data(), patch_rows_, seed, output_.mantissas.data());
+  output_.Reshape(x.rows, output_shape_.size(), filters_.exponents().output_exponent());
+  clipped_outputs_ = filters_.Multiply(context, patches_.data(), patch_rows_, RowsIn::kRhs, seed,
+                                       output_.mantissas.data());
   return output_;
 }
 
@@ -71,14 +71,27 @@ void Conv2d::Backward(Context* context, const DyadicInt8& dy, std::uint32_t seed
                        masked_gradient_.data());
   // As matrices, the output and its gradient are (examples x output pixels) x channels.
   filters_.ComputeGradients(context, masked_gradient_.data(), dy.exponent, patches_.data(),
-                            patch_rows_);
+                            patch_rows_, RowsIn::kRhs);
   if (input_gradient == nullptr) return;
-  patch_gradients_.resize(static_cast<std::size_t>(patch_rows_) * filters_.inputs());
-  filters_.InputGradientAccumulators(context, masked_gradient_.data(), patch_rows_,
-                                     patch_gradients_.data());
-  DyadicInt32 sums(dy.rows, input_.size(), dy.exponent + filters_.exponents().weight_exponent);
-  Col2im(patch_gradients_.data(), dy.rows, input_, window_, output_shape_, sums.mantissas.data());
-  *input_gradient = Requantize(sums, InputGradientExponent(dy.exponent), bits_, rounding_, seed);
+  // dY W into int32 patch gradients and col2im onto the pixels, a few examples at a time: the
+  // patch gradients (4 bytes per patch value) stay in cache between the two rather than travel
+  // to memory and back.
+  const int pixels = output_shape_.height * output_shape_.width;
+  const int examples_per_chunk = std::max(1, kPatchGradientRows / pixels);
+  patch_gradients_.resize(static_cast<std::size_t>(std::min(examples_per_chunk, dy.rows)) * pixels *
+                          filters_.inputs());
+  input_sums_.Reshape(dy.rows, input_.size(), dy.exponent + filters_.exponents().weight_exponent);
+  for (int first = 0; first < dy.rows; first += examples_per_chunk) {
+    const int examples = std::min(examples_per_chunk, dy.rows - first);
+    filters_.InputGradientAccumulators(
+        context,
+        masked_gradient_.data() + static_cast<std::size_t>(first) * pixels * filters_.outputs(),
+        examples * pixels, RowsIn::kRhs, patch_gradients_.data());
+    Col2im(patch_gradients_.data(), examples, input_, window_, output_shape_,
+           input_sums_.mantissas.data() + static_cast<std::size_t>(first) * input_.size());
+  }
+  *input_gradient =
+      Requantize(input_sums_, InputGradientExponent(dy.exponent), bits_, rounding_, seed);
 }
 
 MaxPool2d::MaxPool2d(const ImageShape& input, int size) : input_(input), size_(size) {
@@ -94,7 +107,7 @@ const DyadicInt8& MaxPool2d::Forward(Context* /*context*/, const DyadicInt8& x,
                                      std::uint32_t /*seed*/) {
   CheckShape("maxpool input", x, -1, input_.size(), x.exponent);
   input_values_ = x;
-  output_ = DyadicInt8(x.rows, output_shape_.size(), x.exponent);
+  output_.Reshape(x.rows, output_shape_.size(), x.exponent);
   MaxPool(x.mantissas.data(), x.rows, input_, size_, output_shape_, output_.mantissas.data());
   return output_;
 }
@@ -103,7 +116,7 @@ void MaxPool2d::Backward(Context* /*context*/, const DyadicInt8& dy, std::uint32
                          DyadicInt8* input_gradient) {
   CheckShape("maxpool output gradient", dy, output_.rows, output_.cols, dy.exponent);
   if (input_gradient == nullptr) return;
-  *input_gradient = DyadicInt8(dy.rows, input_.size(), dy.exponent);
+  input_gradient->Reshape(dy.rows, input_.size(), dy.exponent);
   MaxPoolGradient(input_values_.mantissas.data(), dy.rows, input_, size_, output_shape_,
                   output_.mantissas.data(), dy.mantissas.data(), input_gradient->mantissas.data());
 }
@@ -122,7 +135,7 @@ AvgPool2d::AvgPool2d(const ImageShape& input, int size, TrainRounding rounding)
 const DyadicInt8& AvgPool2d::Forward(Context* /*context*/, const DyadicInt8& x,
                                      std::uint32_t seed) {
   CheckShape("avgpool input", x, -1, input_.size(), x.exponent);
-  output_ = DyadicInt8(x.rows, output_shape_.size(), x.exponent);
+  output_.Reshape(x.rows, output_shape_.size(), x.exponent);
   const int channels = input_.channels;
   std::vector<std::int32_t> sums(channels);
   for (int b = 0; b < x.rows; ++b) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "lowbit/lowbit.h"
@@ -33,41 +34,6 @@ struct Window {
 
 // The image loops that the integer layers and their float twin (train/float_twin.h) share,
 // for int8 (and int32 sums) or float values.
-
-// The first and one past the last kernel offset whose pixel (origin + offset) lies in
-// [0, extent).
-inline void InsideRange(int origin, int kernel, int extent, int* first, int* last) {
-  *first = std::clamp(-origin, 0, kernel);
-  *last = std::clamp(extent - origin, *first, kernel);
-}
-
-// Calls visit(patch_row, ky, kx_first, kx_last, pixel) for each window row of each output pixel
-// of `batch` examples: patch_row is the output pixel's im2col row, pixel the offset in the
-// batch's NHWC values of the window row's first pixel inside the image (kx_first).
-template <typename Visit>
-void ForEachWindowRow(int batch, const ImageShape& input, const Window& window,
-                      const ImageShape& output, Visit visit) {
-  const int k = window.kernel;
-  std::size_t patch_row = 0;
-  for (int b = 0; b < batch; ++b) {
-    const std::size_t image = static_cast<std::size_t>(b) * input.size();
-    for (int oy = 0; oy < output.height; ++oy) {
-      const int top = oy * window.stride - window.padding;
-      int ky_first, ky_last;
-      InsideRange(top, k, input.height, &ky_first, &ky_last);
-      for (int ox = 0; ox < output.width; ++ox, ++patch_row) {
-        const int left = ox * window.stride - window.padding;
-        int kx_first, kx_last;
-        InsideRange(left, k, input.width, &kx_first, &kx_last);
-        for (int ky = ky_first; ky < ky_last; ++ky) {
-          visit(patch_row, ky, kx_first, kx_last,
-                image + (static_cast<std::size_t>(top + ky) * input.width + left + kx_first) *
-                            input.channels);
-        }
-      }
-    }
-  }
-}
 
 // Im2col copies in blocks of this many bytes, which may run past a window row's end: the caller
 // leaves room for that many bytes after the patches.
@@ -115,23 +81,71 @@ void Im2col(const T* images, int batch, const ImageShape& input, const Window& w
   }
 }
 
-// The adjoint of Im2col: each patch value added onto the image value it was copied from
-// (`images` zeroed first).
+// Calls body(count) with `count` as a compile-time constant (std::integral_constant) when it is
+// one of the run lengths the image loops meet most (channels, or kernel x channels, of common
+// networks), and as a plain int otherwise. The loops over a run of channels are short and
+// called once per pixel: with a constant length they become whole vector operations, with no
+// loop or remainder around them.
+template <typename Body>
+inline void WithRunLength(int count, Body body) {
+  switch (count) {
+    case 8:
+      return body(std::integral_constant<int, 8>{});
+    case 16:
+      return body(std::integral_constant<int, 16>{});
+    case 32:
+      return body(std::integral_constant<int, 32>{});
+    case 48:
+      return body(std::integral_constant<int, 48>{});
+    case 64:
+      return body(std::integral_constant<int, 64>{});
+    case 96:
+      return body(std::integral_constant<int, 96>{});
+    default:
+      return body(count);
+  }
+}
+
+// out[i] += in[i]; restrict, so that the loop vectorizes without checking for overlap.
+template <typename In, typename Count, typename Out>
+inline void AddTo(const In* __restrict__ in, Count count, Out* __restrict__ out) {
+  for (int i = 0; i < count; ++i) out[i] += in[i];
+}
+
+// The adjoint of Im2col: each patch value added onto the image value it was copied from. Each
+// example is summed in a zero-padded image, where every window row is one run of kernel x
+// channels values, and its inside copied out.
 template <typename Patch, typename Image>
 void Col2im(const Patch* patches, int batch, const ImageShape& input, const Window& window,
             const ImageShape& output, Image* images) {
-  const std::size_t line = static_cast<std::size_t>(window.kernel) * input.channels;
-  const std::size_t row_size = line * window.kernel;
-  std::fill_n(images, static_cast<std::size_t>(batch) * input.size(), Image{0});
-  ForEachWindowRow(batch, input, window, output,
-                   [&](std::size_t row, int ky, int kx_first, int kx_last, std::size_t pixel) {
-                     const Patch* in = patches + row * row_size + ky * line +
-                                       static_cast<std::size_t>(kx_first) * input.channels;
-                     Image* out = images + pixel;
-                     const std::size_t count =
-                         static_cast<std::size_t>(kx_last - kx_first) * input.channels;
-                     for (std::size_t i = 0; i < count; ++i) out[i] += in[i];
-                   });
+  const std::size_t channels = static_cast<std::size_t>(input.channels);
+  const std::size_t padded_width = static_cast<std::size_t>(input.width) + 2 * window.padding;
+  const std::size_t padded_height = static_cast<std::size_t>(input.height) + 2 * window.padding;
+  std::vector<Image> padded(padded_height * padded_width * channels);
+  const int line = window.kernel * input.channels;
+  const Patch* patch = patches;
+  for (int b = 0; b < batch; ++b) {
+    std::fill(padded.begin(), padded.end(), Image{0});
+    WithRunLength(line, [&](auto run) {
+      for (int oy = 0; oy < output.height; ++oy) {
+        for (int ox = 0; ox < output.width; ++ox) {
+          for (int ky = 0; ky < window.kernel; ++ky, patch += line) {
+            AddTo(patch, run,
+                  padded.data() +
+                      ((static_cast<std::size_t>(oy) * window.stride + ky) * padded_width +
+                       static_cast<std::size_t>(ox) * window.stride) *
+                          channels);
+          }
+        }
+      }
+    });
+    Image* image = images + static_cast<std::size_t>(b) * input.size();
+    for (int y = 0; y < input.height; ++y) {
+      std::copy_n(padded.data() + ((y + window.padding) * padded_width + window.padding) * channels,
+                  static_cast<std::size_t>(input.width) * channels,
+                  image + static_cast<std::size_t>(y) * input.width * channels);
+    }
+  }
 }
 
 // Calls visit(window_pixel, output_pixel, first) with the offsets (in the batch's NHWC values)
@@ -166,11 +180,49 @@ inline void KeepLarger(const T* __restrict__ values, int channels, T* __restrict
   for (int c = 0; c < channels; ++c) largest[c] = std::max(largest[c], values[c]);
 }
 
+// The 2 x 2 windows, the common case, one output pixel at a time: each value is written once,
+// from four loads per channel, in one loop that vectorizes.
+template <typename T>
+inline void MaxOfFour(const T* __restrict__ top_left, std::size_t row, int channels,
+                      T* __restrict__ largest) {
+  const T* __restrict__ top_right = top_left + channels;
+  const T* __restrict__ bottom_left = top_left + row;
+  const T* __restrict__ bottom_right = bottom_left + channels;
+  for (int c = 0; c < channels; ++c) {
+    largest[c] =
+        std::max(std::max(top_left[c], top_right[c]), std::max(bottom_left[c], bottom_right[c]));
+  }
+}
+
+// Calls visit(top_left, output_pixel) with the offsets of each 2 x 2 window's top-left pixel and
+// of its output pixel (each that of its first channel).
+template <typename Visit>
+void ForEachPairWindow(int batch, const ImageShape& input, const ImageShape& output, Visit visit) {
+  const std::size_t channels = static_cast<std::size_t>(input.channels);
+  std::size_t output_pixel = 0;
+  for (int b = 0; b < batch; ++b) {
+    for (int oy = 0; oy < output.height; ++oy) {
+      std::size_t pixel = static_cast<std::size_t>(b) * input.size() +
+                          static_cast<std::size_t>(2 * oy) * input.width * channels;
+      for (int ox = 0; ox < output.width; ++ox, output_pixel += channels, pixel += 2 * channels) {
+        visit(pixel, output_pixel);
+      }
+    }
+  }
+}
+
 // Each output value the largest of its `size` x `size` window (stride `size`).
 template <typename T>
 void MaxPool(const T* images, int batch, const ImageShape& input, int size,
              const ImageShape& output, T* pooled) {
   const int channels = input.channels;
+  if (size == 2) {
+    const std::size_t row = static_cast<std::size_t>(input.width) * channels;
+    ForEachPairWindow(batch, input, output, [&](std::size_t pixel, std::size_t out) {
+      MaxOfFour(images + pixel, row, channels, pooled + out);
+    });
+    return;
+  }
   std::fill_n(pooled, static_cast<std::size_t>(batch) * output.size(),
               std::numeric_limits<T>::lowest());
   ForEachPoolPixel(batch, input, size, output, [&](std::size_t pixel, std::size_t out, bool) {
@@ -191,6 +243,31 @@ inline void GiveToMaximum(const T* __restrict__ values, const T* __restrict__ la
   }
 }
 
+// GiveToMaximum for a whole 2 x 2 window at once: each channel's gradient to the first of the
+// four pixels (row-major) that holds the maximum (the last one when none of the others does).
+template <typename T, typename Gradient>
+inline void GiveToFirstOfFour(const T* __restrict__ top_left, std::size_t row,
+                              const T* __restrict__ largest, const Gradient* __restrict__ gradient,
+                              int channels, Gradient* __restrict__ to) {
+  const T* __restrict__ top_right = top_left + channels;
+  const T* __restrict__ bottom_left = top_left + row;
+  Gradient* __restrict__ to_top_right = to + channels;
+  Gradient* __restrict__ to_bottom_left = to + row;
+  Gradient* __restrict__ to_bottom_right = to_bottom_left + channels;
+  // Selects between values (not bools combined with logic), so that the loop vectorizes.
+  for (int c = 0; c < channels; ++c) {
+    const T m = largest[c];
+    const Gradient g = gradient[c];
+    const Gradient after_first = top_left[c] == m ? Gradient{0} : g;
+    const Gradient after_second = top_right[c] == m ? Gradient{0} : after_first;
+    const Gradient after_third = bottom_left[c] == m ? Gradient{0} : after_second;
+    to[c] = g - after_first;
+    to_top_right[c] = after_first - after_second;
+    to_bottom_left[c] = after_second - after_third;
+    to_bottom_right[c] = after_third;
+  }
+}
+
 // MaxPool's gradient: each output's gradient to the first pixel of its window (in row-major
 // order) that holds the maximum, zero elsewhere. Found again here rather than recorded by
 // MaxPool, whose forward passes outnumber the backward ones (evaluation) and vectorize without
@@ -200,7 +277,18 @@ void MaxPoolGradient(const T* images, int batch, const ImageShape& input, int si
                      const ImageShape& output, const T* pooled, const Gradient* gradient,
                      Gradient* input_gradient) {
   const int channels = input.channels;
-  std::fill_n(input_gradient, static_cast<std::size_t>(batch) * input.size(), Gradient{0});
+  // Pixels past the last whole window get no gradient; the windows write all the others.
+  if (input.height % size != 0 || input.width % size != 0) {
+    std::fill_n(input_gradient, static_cast<std::size_t>(batch) * input.size(), Gradient{0});
+  }
+  if (size == 2) {
+    const std::size_t row = static_cast<std::size_t>(input.width) * channels;
+    ForEachPairWindow(batch, input, output, [&](std::size_t pixel, std::size_t out) {
+      GiveToFirstOfFour(images + pixel, row, pooled + out, gradient + out, channels,
+                        input_gradient + pixel);
+    });
+    return;
+  }
   // Per channel, the gradient not yet given to a pixel of the current window.
   std::vector<Gradient> remaining(channels);
   ForEachPoolPixel(batch, input, size, output, [&](std::size_t pixel, std::size_t out, bool first) {
@@ -247,6 +335,7 @@ class Conv2d : public Layer {
   void GetState(std::int32_t* state) const override { filters_.GetState(state); }
   void SetState(const std::int32_t* state) override { filters_.SetState(state); }
   std::int64_t clipped_outputs() const override { return clipped_outputs_; }
+  bool FuseRelu() override { return filters_.FuseRelu(); }
 
  private:
   ImageShape input_;
@@ -260,7 +349,11 @@ class Conv2d : public Layer {
   int patch_rows_ = 0;
   DyadicInt8 output_;
   std::vector<std::int8_t> masked_gradient_;
+  // Backward's patch gradients for this many patch rows at a time (rounded to whole examples):
+  // 256 rows of 144 int32s are 144 KiB, within L2.
+  static constexpr int kPatchGradientRows = 256;
   std::vector<std::int32_t> patch_gradients_;
+  DyadicInt32 input_sums_;  // col2im's sums of the patch gradients
   std::int64_t clipped_outputs_ = 0;
 };
 

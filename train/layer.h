@@ -76,8 +76,16 @@ class Layer {
   virtual std::size_t StateSize() const { return 0; }
   virtual void GetState(std::int32_t* /*state*/) const {}
   virtual void SetState(const std::int32_t* /*state*/) {}
-  // How many of the last Forward's outputs were clipped at the bit width's bounds.
+  // How many of the last Forward's outputs were clipped at the bit width's bounds (with a fused
+  // ReLU, at the upper bound: what the lower bound clips, the ReLU zeroes anyway).
   virtual std::int64_t clipped_outputs() const { return 0; }
+
+  // Asks a layer followed by a ReLU to apply it in its own output pipeline: clamping at 0
+  // instead of the bit width's lower bound gives the ReLU's values, and the straight-through
+  // mask that then passes the gradient strictly between 0 and the upper bound is the ReLU's
+  // mask and the clipping mask together. Returns whether it did (Linear and Conv2d do); the
+  // network then lets the ReLU hand its tensors on, and saves a pass over them each way.
+  virtual bool FuseRelu() { return false; }
 };
 
 }  // namespace train

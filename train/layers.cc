@@ -23,17 +23,6 @@ MatrixMap<const std::int8_t> RowMajor(const DyadicInt8& x) {
   return MatrixMap<const std::int8_t>(x.mantissas.data(), x.rows, x.cols, Order::kRowMajor);
 }
 
-// The loops over every weight (the update) or every entry of a layer's output run once per step:
-// GCC compiles AVX-512 and AVX2 clones of them as well, chosen when the program loads (the
-// update's AVX-512 clone, on 512-bit vectors, takes about half the AVX2 clone's time per
-// weight). Sanitizer builds keep one plain version (their runtimes start after the loader
-// resolves the clones).
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define LOWBIT_TRAIN_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define LOWBIT_TRAIN_CLONES
-#endif
-
 // The update's bounds keep every intermediate inside int32 (so that its loops vectorize without
 // 64-bit lanes): a gradient term within +-2^29, a velocity within +-2^30, shifts in [-30, 30],
 // steps within +-2^30 and masters within +-(2^30 - 1), so that a step cannot overflow them.
@@ -90,55 +79,64 @@ inline std::int32_t RoundShift(std::int32_t v, int shift, bool stochastic, std::
          right.shift;
 }
 
-// masked[i] = passes(outputs[i]) ? gradients[i] : 0: a gradient through an elementwise forward
-// step. Raw pointers and one branch-free pass, so that it vectorizes (int8 stores through the
-// vectors' own accessors could alias anything, and GCC would keep the loop scalar).
-template <typename Passes>
-__attribute__((always_inline)) inline void Mask(const std::int8_t* gradients,
-                                                const std::int8_t* outputs, std::size_t count,
-                                                Passes passes, std::int8_t* masked) {
+// masked[i] = low < outputs[i] < high ? gradients[i] : 0: a gradient through an elementwise
+// forward step that passes it strictly inside (low, high). Raw restrict pointers, int8
+// comparisons and a select, so that it vectorizes on whole bytes (a product of the gradient and
+// a flag would widen every lane to int32).
+LOWBIT_TRAIN_CLONES void MaskOutside(const std::int8_t* __restrict__ gradients,
+                                     const std::int8_t* __restrict__ outputs, std::size_t count,
+                                     std::int8_t low, std::int8_t high,
+                                     std::int8_t* __restrict__ masked) {
   for (std::size_t i = 0; i < count; ++i) {
-    masked[i] = static_cast<std::int8_t>(gradients[i] * passes(outputs[i]));
+    const std::int8_t y = outputs[i];
+    masked[i] = (y > low) & (y < high) ? gradients[i] : std::int8_t{0};
   }
 }
 
-// The straight-through estimator's mask of a Linear layer: no gradient where the output clipped.
-LOWBIT_TRAIN_CLONES void ZeroWhereClipped(const std::int8_t* gradients, const std::int8_t* outputs,
-                                          std::size_t count, int bits, std::int8_t* masked) {
-  Mask(
-      gradients, outputs, count, [bits](std::int8_t y) { return !Clipped(y, bits); }, masked);
+// ReLU's backward: no gradient where the output is not positive. Like MaskOutside, with no
+// upper bound.
+LOWBIT_TRAIN_CLONES void MaskNonPositive(const std::int8_t* __restrict__ gradients,
+                                         const std::int8_t* __restrict__ outputs, std::size_t count,
+                                         std::int8_t* __restrict__ masked) {
+  for (std::size_t i = 0; i < count; ++i) {
+    masked[i] = outputs[i] > 0 ? gradients[i] : std::int8_t{0};
+  }
 }
 
-// ReLU's backward: no gradient where the output is not positive.
-LOWBIT_TRAIN_CLONES void MaskNonPositive(const std::int8_t* gradients, const std::int8_t* outputs,
-                                         std::size_t count, std::int8_t* masked) {
-  Mask(
-      gradients, outputs, count, [](std::int8_t y) { return y > 0; }, masked);
-}
-
-// How many of `count` outputs clipped at `bits` bits. Counted in int32 blocks, whose vector
-// lanes are four times as many as int64's.
-LOWBIT_TRAIN_CLONES std::int64_t CountClipped(const std::int8_t* outputs, std::size_t count,
-                                              int bits) {
+// How many of `count` outputs clipped at `bits` bits, compared as bytes. Counted in int32 blocks,
+// whose vector lanes are four times as many as int64's.
+LOWBIT_TRAIN_CLONES std::int64_t CountClipped(const std::int8_t* __restrict__ outputs,
+                                              std::size_t count, int bits) {
+  const std::int8_t low = static_cast<std::int8_t>(QMin(bits));
+  const std::int8_t high = static_cast<std::int8_t>(QMax(bits));
   constexpr std::size_t kBlock = std::size_t{1} << 30;
   std::int64_t clipped = 0;
   for (std::size_t start = 0; start < count; start += kBlock) {
     const std::size_t end = std::min(count, start + kBlock);
     std::int32_t block = 0;
-    for (std::size_t i = start; i < end; ++i) block += Clipped(outputs[i], bits);
+    for (std::size_t i = start; i < end; ++i) block += (outputs[i] <= low) | (outputs[i] >= high);
     clipped += block;
   }
   return clipped;
 }
 
 // sums[col] = the sum of column col of a rows x cols row-major int8 matrix: the bias gradient.
-LOWBIT_TRAIN_CLONES void ColumnSums(const std::int8_t* matrix, int rows, int cols,
-                                    std::int32_t* sums) {
+// When cols divides 64, the matrix is also 64-wide rows (if its size allows): their 64 column
+// sums vectorize without a loop per row of `cols`, and fold into `cols` sums at the end.
+LOWBIT_TRAIN_CLONES void ColumnSums(const std::int8_t* __restrict__ matrix, int rows, int cols,
+                                    std::int32_t* __restrict__ sums) {
   std::fill_n(sums, cols, 0);
-  for (int row = 0; row < rows; ++row) {
-    const std::int8_t* line = matrix + static_cast<std::ptrdiff_t>(row) * cols;
-    for (int col = 0; col < cols; ++col) sums[col] += line[col];
+  const std::size_t size = static_cast<std::size_t>(rows) * cols;
+  std::size_t done = 0;
+  if (64 % cols == 0) {
+    std::int32_t wide[64] = {};
+    for (; done + 64 <= size; done += 64) {
+      for (int lane = 0; lane < 64; ++lane) wide[lane] += matrix[done + lane];
+    }
+    for (int lane = 0; lane < 64; ++lane) sums[lane % cols] += wide[lane];
   }
+  // The rest: whole rows, since 64 is a multiple of cols whenever `done` moved.
+  for (std::size_t i = done; i < size; ++i) sums[i % cols] += matrix[i];
 }
 
 // A master's rounding to its weight or bias (kMasterBits fewer bits), clamped to
@@ -349,29 +347,39 @@ void Linear::RoundFromMasters() {
   for (int i = 0; i < outputs_; ++i) bias_[i] = RoundMaster(master_bias_[i], INT32_MIN, INT32_MAX);
 }
 
-std::int64_t Linear::Multiply(Context* context, const std::int8_t* x, int rows, std::uint32_t seed,
-                              std::int8_t* y) const {
-  // W is outputs x inputs row-major: as the rhs (inputs x outputs) it is column-major.
+std::int64_t Linear::Multiply(Context* context, const std::int8_t* x, int rows, RowsIn rows_in,
+                              std::uint32_t seed, std::int8_t* y) const {
+  const bool in_lhs = rows_in == RowsIn::kLhs;
+  const auto pipeline =
+      std::make_tuple(OutputStageBiasAddition{VectorMap<const std::int32_t>(bias_.data(), outputs_),
+                                              in_lhs ? ChannelAxis::kCol : ChannelAxis::kRow},
+                      ShiftStage(exponents_.forward_shift, rounding_, seed),
+                      OutputStageClamp{relu_fused_ ? 0 : QMin(bits_), QMax(bits_)},
+                      OutputStageSaturatingCastToInt8{});
+  // X is rows x inputs and W outputs x inputs, both row-major: X^T and W^T are their
+  // column-major views.
+  const MatrixMap<const std::int8_t> input(x, rows, inputs_, Order::kRowMajor);
+  const MatrixMap<const std::int8_t> input_transposed(x, inputs_, rows, Order::kColMajor);
   const MatrixMap<const std::int8_t> weights_transposed(weights_.mantissas.data(), inputs_,
                                                         outputs_, Order::kColMajor);
-  MatrixMap<std::int8_t> result(y, rows, outputs_, Order::kRowMajor);
-  const auto pipeline = std::make_tuple(
-      OutputStageBiasAddition{VectorMap<const std::int32_t>(bias_.data(), outputs_),
-                              ChannelAxis::kCol},
-      ShiftStage(exponents_.forward_shift, rounding_, seed),
-      OutputStageClamp{QMin(bits_), QMax(bits_)}, OutputStageSaturatingCastToInt8{});
-  GemmWithOutputPipeline(context, MatrixMap<const std::int8_t>(x, rows, inputs_, Order::kRowMajor),
-                         weights_transposed, &result, 0, 0, pipeline);
+  if (in_lhs) {
+    MatrixMap<std::int8_t> result(y, rows, outputs_, Order::kRowMajor);
+    GemmWithOutputPipeline(context, input, weights_transposed, &result, 0, 0, pipeline);
+  } else {
+    MatrixMap<std::int8_t> result(y, outputs_, rows, Order::kColMajor);
+    GemmWithOutputPipeline(context, RowMajor(weights_), input_transposed, &result, 0, 0, pipeline);
+  }
   return CountClipped(y, static_cast<std::size_t>(rows) * outputs_, bits_);
 }
 
 void Linear::MaskClipped(const std::int8_t* dy, const std::int8_t* y, std::size_t count,
                          std::int8_t* masked) const {
-  ZeroWhereClipped(dy, y, count, bits_, masked);
+  MaskOutside(dy, y, count, static_cast<std::int8_t>(relu_fused_ ? 0 : QMin(bits_)),
+              static_cast<std::int8_t>(QMax(bits_)), masked);
 }
 
 void Linear::ComputeGradients(Context* context, const std::int8_t* masked, int gradient_exponent,
-                              const std::int8_t* x, int rows) {
+                              const std::int8_t* x, int rows, RowsIn rows_in) {
   weight_gradient_.exponent = gradient_exponent + exponents_.input_exponent;
   bias_gradient_.exponent = gradient_exponent;
   // dW = dY^T X: dY (rows x outputs, row-major) is dY^T (outputs x rows) column-major. A product
@@ -383,13 +391,19 @@ void Linear::ComputeGradients(Context* context, const std::int8_t* masked, int g
     const int count = std::min(kChunkRows, rows - first);
     if (first > 0) gradient_chunk_.resize(weight_gradient_.mantissas.size());
     std::int32_t* target = first == 0 ? weight_gradient_.mantissas.data() : gradient_chunk_.data();
-    MatrixMap<std::int32_t> result(target, outputs_, inputs_, Order::kRowMajor);
-    Gemm(context,
-         MatrixMap<const std::int8_t>(masked + static_cast<std::ptrdiff_t>(first) * outputs_,
-                                      outputs_, count, Order::kColMajor),
-         MatrixMap<const std::int8_t>(x + static_cast<std::ptrdiff_t>(first) * inputs_, count,
-                                      inputs_, Order::kRowMajor),
-         &result, 0, 0);
+    const std::int8_t* gradients = masked + static_cast<std::ptrdiff_t>(first) * outputs_;
+    const std::int8_t* inputs = x + static_cast<std::ptrdiff_t>(first) * inputs_;
+    if (rows_in == RowsIn::kLhs) {
+      MatrixMap<std::int32_t> result(target, outputs_, inputs_, Order::kRowMajor);
+      Gemm(context, MatrixMap<const std::int8_t>(gradients, outputs_, count, Order::kColMajor),
+           MatrixMap<const std::int8_t>(inputs, count, inputs_, Order::kRowMajor), &result, 0, 0);
+    } else {
+      // dW^T = X^T dY, into dW's memory.
+      MatrixMap<std::int32_t> result(target, inputs_, outputs_, Order::kColMajor);
+      Gemm(context, MatrixMap<const std::int8_t>(inputs, inputs_, count, Order::kColMajor),
+           MatrixMap<const std::int8_t>(gradients, count, outputs_, Order::kRowMajor), &result, 0,
+           0);
+    }
     if (first == 0) continue;
     for (std::size_t i = 0; i < gradient_chunk_.size(); ++i) {
       weight_gradient_.mantissas[i] = static_cast<std::int32_t>(
@@ -401,33 +415,42 @@ void Linear::ComputeGradients(Context* context, const std::int8_t* masked, int g
 }
 
 void Linear::InputGradientAccumulators(Context* context, const std::int8_t* masked, int rows,
-                                       std::int32_t* accumulators) const {
-  // dX = dY W: W (outputs x inputs, row-major) is the rhs as it is.
-  MatrixMap<std::int32_t> result(accumulators, rows, inputs_, Order::kRowMajor);
-  Gemm(context, MatrixMap<const std::int8_t>(masked, rows, outputs_, Order::kRowMajor),
-       RowMajor(weights_), &result, 0, 0);
+                                       RowsIn rows_in, std::int32_t* accumulators) const {
+  // dX = dY W, W (outputs x inputs, row-major) the rhs as it is; or dX^T = W^T dY^T.
+  if (rows_in == RowsIn::kLhs) {
+    MatrixMap<std::int32_t> result(accumulators, rows, inputs_, Order::kRowMajor);
+    Gemm(context, MatrixMap<const std::int8_t>(masked, rows, outputs_, Order::kRowMajor),
+         RowMajor(weights_), &result, 0, 0);
+  } else {
+    MatrixMap<std::int32_t> result(accumulators, inputs_, rows, Order::kColMajor);
+    Gemm(context,
+         MatrixMap<const std::int8_t>(weights_.mantissas.data(), inputs_, outputs_,
+                                      Order::kColMajor),
+         MatrixMap<const std::int8_t>(masked, outputs_, rows, Order::kColMajor), &result, 0, 0);
+  }
 }
 
 const DyadicInt8& Linear::Forward(Context* context, const DyadicInt8& x, std::uint32_t seed) {
   CheckShape("linear input", x, -1, inputs_, exponents_.input_exponent);
   input_ = x;
-  output_ = DyadicInt8(x.rows, outputs_, exponents_.output_exponent());
-  clipped_outputs_ = Multiply(context, x.mantissas.data(), x.rows, seed, output_.mantissas.data());
+  output_.Reshape(x.rows, outputs_, exponents_.output_exponent());
+  clipped_outputs_ =
+      Multiply(context, x.mantissas.data(), x.rows, RowsIn::kLhs, seed, output_.mantissas.data());
   return output_;
 }
 
 void Linear::Backward(Context* context, const DyadicInt8& dy, std::uint32_t seed,
                       DyadicInt8* input_gradient) {
   CheckShape("linear output gradient", dy, output_.rows, outputs_, dy.exponent);
-  masked_gradient_ = DyadicInt8(dy.rows, dy.cols, dy.exponent);
+  masked_gradient_.Reshape(dy.rows, dy.cols, dy.exponent);
   MaskClipped(dy.mantissas.data(), output_.mantissas.data(), dy.mantissas.size(),
               masked_gradient_.mantissas.data());
   const int batch = dy.rows;
   ComputeGradients(context, masked_gradient_.mantissas.data(), dy.exponent, input_.mantissas.data(),
-                   batch);
+                   batch, RowsIn::kLhs);
   if (input_gradient == nullptr) return;
   // dX = dY W: W (outputs x inputs, row-major) is the rhs as it is.
-  *input_gradient = DyadicInt8(batch, inputs_, exponents_.input_gradient_exponent(dy.exponent));
+  input_gradient->Reshape(batch, inputs_, exponents_.input_gradient_exponent(dy.exponent));
   MatrixMap<std::int8_t> result(input_gradient->mantissas.data(), batch, inputs_, Order::kRowMajor);
   const auto pipeline = std::make_tuple(ShiftStage(exponents_.backward_shift, rounding_, seed),
                                         OutputStageClamp{QMin(bits_), QMax(bits_)},
@@ -457,7 +480,7 @@ void Linear::Update(const SgdSettings& sgd, SeedSequence* seeds) {
 }
 
 const DyadicInt8& Relu::Forward(Context* /*context*/, const DyadicInt8& x, std::uint32_t /*seed*/) {
-  output_ = DyadicInt8(x.rows, x.cols, x.exponent);
+  output_.Reshape(x.rows, x.cols, x.exponent);
   const std::int8_t* in = x.mantissas.data();
   std::int8_t* out = output_.mantissas.data();
   const std::size_t count = x.mantissas.size();
@@ -467,9 +490,13 @@ const DyadicInt8& Relu::Forward(Context* /*context*/, const DyadicInt8& x, std::
 
 void Relu::Backward(Context* /*context*/, const DyadicInt8& dy, std::uint32_t /*seed*/,
                     DyadicInt8* input_gradient) {
+  if (fused_) {
+    if (input_gradient != nullptr) *input_gradient = dy;
+    return;
+  }
   CheckShape("relu output gradient", dy, output_.rows, output_.cols, dy.exponent);
   if (input_gradient == nullptr) return;
-  *input_gradient = DyadicInt8(dy.rows, dy.cols, dy.exponent);
+  input_gradient->Reshape(dy.rows, dy.cols, dy.exponent);
   MaskNonPositive(dy.mantissas.data(), output_.mantissas.data(), dy.mantissas.size(),
                   input_gradient->mantissas.data());
 }

@@ -185,6 +185,11 @@ Network::Network(const NetworkSettings& settings) : settings_(settings), seeds_(
     if (layers_.back()->learns()) forward_exponents_.push_back(exponent);
     shape = shapes_[k];
   }
+  for (std::size_t k = 1; k < layers_.size(); ++k) {
+    if (settings.architecture.layers[k].kind == LayerKind::kRelu && layers_[k - 1]->FuseRelu()) {
+      static_cast<Relu&>(*layers_[k]).Fuse();
+    }
+  }
 }
 
 std::vector<Layer*> Network::LearningLayers() const {
