@@ -110,9 +110,7 @@ Options Parse(int argc, char** argv) {
   return options;
 }
 
-// Each dataset's defaults (doc/training.md, "The command"). A convolution's weight gradient sums
-// over every output pixel of every example, so networks with convolutions take their own
-// learning rate.
+// Each dataset's defaults (doc/training.md, "The command").
 struct Defaults {
   const char* data;
   const char* architecture;
@@ -120,14 +118,13 @@ struct Defaults {
   int epochs;
   int batch;
   int learning_rate_shift;
-  int convolution_learning_rate_shift;
   int input_exponent;
   int activation_exponent;
 };
 constexpr Defaults kDefaults[] = {
-    {"iris", "4-8-8-3", "mse", 500, 8, 10, 10, 5, 5},
-    {"digits", "64-64-10", "ce", 50, 16, 10, 12, 5, 5},
-    {"fashion-mnist", "784-128-10", "ce", 20, 64, 12, 14, 7, 5},
+    {"iris", "4-8-8-3", "mse", 500, 8, 10, 5, 5},
+    {"digits", "64-64-10", "ce", 50, 16, 10, 5, 5},
+    {"fashion-mnist", "784-128-10", "ce", 20, 64, 12, 7, 5},
 };
 
 struct Problem {
@@ -187,13 +184,6 @@ void CheckFitsData(const Architecture& architecture, const Split& split, const s
   }
 }
 
-bool HasConvolutions(const Architecture& architecture) {
-  for (const LayerSpec& spec : architecture.layers) {
-    if (spec.kind == LayerKind::kConv2d) return true;
-  }
-  return false;
-}
-
 // --eval: the saved network's accuracy on the data's test set.
 int Evaluate(const Options& options, const Problem& problem) {
   Network network = LoadModel(options.eval);
@@ -241,9 +231,8 @@ int Run(int argc, char** argv) {
   CheckFitsData(settings.architecture, problem.split, "--arch");
   settings.input_exponent = problem.defaults.input_exponent;
   settings.activation_exponent = problem.defaults.activation_exponent;
-  settings.sgd.learning_rate_shift = options.learning_rate_shift >= 0 ? options.learning_rate_shift
-                                     : HasConvolutions(settings.architecture)
-                                         ? problem.defaults.convolution_learning_rate_shift
+  settings.sgd.learning_rate_shift = options.learning_rate_shift >= 0
+                                         ? options.learning_rate_shift
                                          : problem.defaults.learning_rate_shift;
   settings.sgd.momentum_shift = options.momentum_shift;
   settings.sgd.weight_decay_shift = options.weight_decay_shift;
