@@ -106,7 +106,7 @@ MaxPool2d::MaxPool2d(const ImageShape& input, int size) : input_(input), size_(s
 const DyadicInt8& MaxPool2d::Forward(Context* /*context*/, const DyadicInt8& x,
                                      std::uint32_t /*seed*/) {
   CheckShape("maxpool input", x, -1, input_.size(), x.exponent);
-  input_values_ = x;
+  input_values_ = &x;
   output_.Reshape(x.rows, output_shape_.size(), x.exponent);
   MaxPool(x.mantissas.data(), x.rows, input_, size_, output_shape_, output_.mantissas.data());
   return output_;
@@ -117,7 +117,7 @@ void MaxPool2d::Backward(Context* /*context*/, const DyadicInt8& dy, std::uint32
   CheckShape("maxpool output gradient", dy, output_.rows, output_.cols, dy.exponent);
   if (input_gradient == nullptr) return;
   input_gradient->Reshape(dy.rows, input_.size(), dy.exponent);
-  MaxPoolGradient(input_values_.mantissas.data(), dy.rows, input_, size_, output_shape_,
+  MaxPoolGradient(input_values_->mantissas.data(), dy.rows, input_, size_, output_shape_,
                   output_.mantissas.data(), dy.mantissas.data(), input_gradient->mantissas.data());
 }
 

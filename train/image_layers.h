@@ -360,7 +360,7 @@ class Conv2d : public Layer {
 // The largest value of each channel in each `size` x `size` window (stride `size`, no padding;
 // rows and columns past the last whole window are dropped). The gradient goes to the pixel
 // that held the maximum (the first, in row-major order, of equal ones); exponents pass
-// unchanged. Keeps its input for the backward pass.
+// unchanged. Keeps a pointer to its input for the backward pass (Layer::Forward's contract).
 class MaxPool2d : public Layer {
  public:
   // Throws lowbit::Error naming "maxpool" unless 1 <= size <= the input's height and width.
@@ -374,7 +374,7 @@ class MaxPool2d : public Layer {
   ImageShape input_;
   int size_;
   ImageShape output_shape_;
-  DyadicInt8 input_values_;
+  const DyadicInt8* input_values_ = nullptr;
   DyadicInt8 output_;
 };
 

@@ -57,7 +57,9 @@ class Layer {
   virtual bool learns() const { return false; }
 
   // x: batch x the input shape's size. Keeps what Backward needs and returns the output (batch
-  // x the output shape's size), valid until the next Forward.
+  // x the output shape's size), valid until the next Forward. x must stay as it is until the
+  // Backward that follows (a layer may keep a pointer to it rather than a copy), as the network's
+  // step does: each layer's output lives until that layer's next Forward.
   virtual const DyadicInt8& Forward(Context* context, const DyadicInt8& x, std::uint32_t seed) = 0;
   // dy: the gradient of the last Forward's output. Computes the layer's own gradients, if it
   // learns, and the input's gradient into `input_gradient` unless it is null (the first layer's
@@ -86,6 +88,9 @@ class Layer {
   // mask and the clipping mask together. Returns whether it did (Linear and Conv2d do); the
   // network then lets the ReLU hand its tensors on, and saves a pass over them each way.
   virtual bool FuseRelu() { return false; }
+  // Whether both passes hand their tensors on unchanged (Flatten, a fused ReLU): the network
+  // skips such a layer rather than copy its tensors through it.
+  virtual bool HandsOn() const { return false; }
 };
 
 }  // namespace train

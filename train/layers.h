@@ -140,6 +140,7 @@ class Linear : public Layer {
 class Relu : public Layer {
  public:
   void Fuse() { fused_ = true; }
+  bool HandsOn() const override { return fused_; }
   const DyadicInt8& Forward(Context* context, const DyadicInt8& x, std::uint32_t seed) override;
   void Backward(Context* context, const DyadicInt8& dy, std::uint32_t seed,
                 DyadicInt8* input_gradient) override;
@@ -153,6 +154,7 @@ class Relu : public Layer {
 // one vector. The storage (NHWC) already is that vector, so both passes hand their tensor on.
 class Flatten : public Layer {
  public:
+  bool HandsOn() const override { return true; }
   const DyadicInt8& Forward(Context* context, const DyadicInt8& x, std::uint32_t seed) override;
   void Backward(Context* context, const DyadicInt8& dy, std::uint32_t seed,
                 DyadicInt8* input_gradient) override;

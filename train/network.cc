@@ -203,6 +203,7 @@ std::vector<Layer*> Network::LearningLayers() const {
 const DyadicInt8& Network::Forward(Context* context, const DyadicInt8& input) {
   const DyadicInt8* x = &input;
   for (const std::unique_ptr<Layer>& layer : layers_) {
+    if (layer->HandsOn()) continue;
     x = &layer->Forward(context, *x, layer->rounds() ? seeds_.Next() : 0);
   }
   return *x;
@@ -249,6 +250,7 @@ StepStatistics Network::TrainStep(Context* context, const DyadicInt8& input,
   DyadicInt8 input_gradient;
   for (std::size_t k = layers_.size(); k-- > 0;) {
     Layer& layer = *layers_[k];
+    if (layer.HandsOn()) continue;
     if (layer.learns()) {
       backward_exponents_.insert(backward_exponents_.begin(),
                                  layer.InputGradientExponent(gradient.exponent));
