@@ -100,6 +100,8 @@ TEST(ShippedData, Digits) {
   const Dataset digits = LoadDigits(DigitsPath());
   EXPECT_EQ(digits.size(), 1797);
   EXPECT_EQ(digits.features, 64);
+  EXPECT_EQ(digits.height, 8);  // images, for convolutional networks
+  EXPECT_EQ(digits.width, 8);
   EXPECT_EQ(digits.classes, 10);
   ASSERT_EQ(digits.inputs.size(), 1797u * 64);
   for (float pixel : digits.inputs) {
@@ -325,6 +327,8 @@ TEST_F(Idx, LoadsSyntheticSet) {
   const Dataset data = Load();
   EXPECT_EQ(data.size(), 3);
   EXPECT_EQ(data.features, 784);
+  EXPECT_EQ(data.height, 28);
+  EXPECT_EQ(data.width, 28);
   EXPECT_EQ(data.classes, 10);
   EXPECT_EQ(data.labels, (std::vector<int>{2, 0, 9}));
   ASSERT_EQ(data.inputs.size(), 3u * 784);
@@ -470,6 +474,9 @@ TEST(StratifiedSplit, IrisClassCounts) {
 TEST(StratifiedSplit, DigitsClassCounts) {
   const Dataset digits = LoadDigits(DigitsPath());
   const Split split = StratifiedSplit(digits, 0.2, 7);
+  // The split keeps the examples' image shape.
+  EXPECT_EQ(split.train.height, 8);
+  EXPECT_EQ(split.test.width, 8);
   const std::vector<int> counts = ClassCounts(digits);
   const std::vector<int> test_counts = ClassCounts(split.test);
   const std::vector<int> train_counts = ClassCounts(split.train);

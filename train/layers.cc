@@ -121,8 +121,8 @@ LOWBIT_TRAIN_CLONES std::int64_t CountClipped(const std::int8_t* __restrict__ ou
 }
 
 // sums[col] = the sum of column col of a rows x cols row-major int8 matrix: the bias gradient.
-// When cols divides 64, the matrix is also 64-wide rows (if its size allows): their 64 column
-// sums vectorize without a loop per row of `cols`, and fold into `cols` sums at the end.
+// When cols divides 64 (a convolution's channels, often), the matrix is also rows of 64: their 64
+// column sums vectorize without a loop per short row, and fold into `cols` sums at the end.
 LOWBIT_TRAIN_CLONES void ColumnSums(const std::int8_t* __restrict__ matrix, int rows, int cols,
                                     std::int32_t* __restrict__ sums) {
   std::fill_n(sums, cols, 0);
@@ -135,8 +135,12 @@ LOWBIT_TRAIN_CLONES void ColumnSums(const std::int8_t* __restrict__ matrix, int 
     }
     for (int lane = 0; lane < 64; ++lane) sums[lane % cols] += wide[lane];
   }
-  // The rest: whole rows, since 64 is a multiple of cols whenever `done` moved.
-  for (std::size_t i = done; i < size; ++i) sums[i % cols] += matrix[i];
+  // The rest, in whole rows: all of them, or those past the last 64 values (64 is a multiple of
+  // cols whenever `done` moved).
+  for (std::size_t row = done / cols; row < static_cast<std::size_t>(rows); ++row) {
+    const std::int8_t* line = matrix + row * cols;
+    for (int col = 0; col < cols; ++col) sums[col] += line[col];
+  }
 }
 
 // A master's rounding to its weight or bias (kMasterBits fewer bits), clamped to
