@@ -1,7 +1,8 @@
 // Parsing and printing lowbit-train's --arch notation (train/architecture.h).
 #include "train/architecture.h"
 
-#include <regex>
+#include <algorithm>
+#include <cstring>
 #include <sstream>
 #include <vector>
 
@@ -11,10 +12,38 @@ namespace {
 
 // A count in the notation: 1 to 6 digits, at least `low`.
 bool ParseCount(const std::string& text, int low, int* value) {
-  if (text.empty() || text.size() > 6) return false;
+  if (text.empty() || text.size() > 6 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return false;
+  }
   *value = std::stoi(text);
   return *value >= low;
 }
+
+// A cursor over one layer token. (A hand-written reader rather than std::regex, whose GCC 12
+// headers fail -Werror=maybe-uninitialized in the sanitizer builds' -O1.)
+class TokenReader {
+ public:
+  explicit TokenReader(const std::string& token) : token_(token) {}
+  // Moves past `word` if the token continues with it.
+  bool Skip(const char* word) {
+    const std::size_t size = std::strlen(word);
+    if (token_.compare(at_, size, word) != 0) return false;
+    at_ += size;
+    return true;
+  }
+  // The digits that follow (none: empty), moved past.
+  std::string Digits() {
+    const std::size_t start = at_;
+    while (at_ < token_.size() && token_[at_] >= '0' && token_[at_] <= '9') ++at_;
+    return token_.substr(start, at_ - start);
+  }
+  bool AtEnd() const { return at_ == token_.size(); }
+
+ private:
+  const std::string& token_;
+  std::size_t at_ = 0;
+};
 
 Architecture ParseMlp(const std::string& text, const ImageShape& input,
                       const std::string& argument) {
@@ -23,7 +52,7 @@ Architecture ParseMlp(const std::string& text, const ImageShape& input,
   std::string part;
   while (std::getline(stream, part, '-')) {
     int width = 0;
-    if (!std::regex_match(part, std::regex("[0-9]+")) || !ParseCount(part, 1, &width)) {
+    if (!ParseCount(part, 1, &width)) {
       throw Error(argument,
                   "must be widths joined by '-', each 1 to 999999 (e.g. 784-128-10), or layers "
                   "joined by ',' (e.g. conv3x3:16,pool2,linear:10), got \"" +
@@ -55,52 +84,67 @@ Architecture ParseArchitecture(const std::string& text, const ImageShape& input,
     LayerShapes(architecture, argument);
     return architecture;
   }
-  static const std::regex conv("conv([0-9]+)x([0-9]+):([0-9]+)(/s([0-9]+))?(/p([0-9]+))?");
-  static const std::regex pool("(max|avg)?pool([0-9]+)");
-  static const std::regex linear("linear:([0-9]+)");
   Architecture architecture;
   architecture.input = input;
   std::stringstream stream(text);
   std::string token;
   bool flat = false;
   while (std::getline(stream, token, ',')) {
-    std::smatch match;
     LayerSpec spec;
     const auto bad = [&](const std::string& rule) {
       throw Error(argument, "layer \"" + token + "\": " + rule);
     };
-    if (std::regex_match(token, match, conv)) {
+    const char* const kForms =
+        "is not convKxK:C[/sS][/pP], poolK, maxpoolK, avgpoolK, flatten or linear:N";
+    TokenReader reader(token);
+    if (reader.Skip("conv")) {
+      // convKxK:C, then /sS and /pP, each optional, in that order.
+      const std::string kernel_text = reader.Digits();
+      const bool times = reader.Skip("x");
+      const std::string height_text = reader.Digits();
+      const bool colon = reader.Skip(":");
+      const std::string channels_text = reader.Digits();
+      const bool has_stride = reader.Skip("/s");
+      const std::string stride_text = has_stride ? reader.Digits() : "1";
+      const bool has_padding = reader.Skip("/p");
+      const std::string padding_text = has_padding ? reader.Digits() : "";
+      if (!times || !colon || !reader.AtEnd() || kernel_text.empty() || height_text.empty() ||
+          channels_text.empty() || stride_text.empty() || (has_padding && padding_text.empty())) {
+        bad(kForms);
+      }
       int kernel = 0, height = 0;
-      if (!ParseCount(match[1], 1, &kernel) || !ParseCount(match[2], 1, &height) ||
-          !ParseCount(match[3], 1, &spec.outputs)) {
+      if (!ParseCount(kernel_text, 1, &kernel) || !ParseCount(height_text, 1, &height) ||
+          !ParseCount(channels_text, 1, &spec.outputs)) {
         bad("kernel sizes and channels must be 1 to 999999");
       }
       if (kernel != height) bad("kernels are square (KxK)");
       spec.kind = LayerKind::kConv2d;
       spec.window.kernel = kernel;
       spec.window.padding = kernel / 2;
-      if (match[5].matched && !ParseCount(match[5], 1, &spec.window.stride)) {
-        bad("the stride must be 1 to 999999");
-      }
-      if (match[7].matched && !ParseCount(match[7], 0, &spec.window.padding)) {
+      if (!ParseCount(stride_text, 1, &spec.window.stride)) bad("the stride must be 1 to 999999");
+      if (has_padding && !ParseCount(padding_text, 0, &spec.window.padding)) {
         bad("the padding must be 0 to 999999");
       }
       if (spec.window.padding >= kernel) bad("the padding must be less than the kernel");
-    } else if (std::regex_match(token, match, pool)) {
+    } else if (reader.Skip("maxpool") || reader.Skip("avgpool") || reader.Skip("pool")) {
+      const std::string size_text = reader.Digits();
+      if (size_text.empty() || !reader.AtEnd()) bad(kForms);
       int size = 0;
-      if (!ParseCount(match[2], 1, &size)) bad("the window size must be 1 to 999999");
-      spec.kind = match[1] == "avg" ? LayerKind::kAvgPool : LayerKind::kMaxPool;
+      if (!ParseCount(size_text, 1, &size)) bad("the window size must be 1 to 999999");
+      spec.kind = token.compare(0, 3, "avg") == 0 ? LayerKind::kAvgPool : LayerKind::kMaxPool;
       if (spec.kind == LayerKind::kAvgPool && (size & (size - 1)) != 0) {
         bad("an average pool's size is a power of two (its mean is a shift)");
       }
       spec.window = {size, size, 0};
-    } else if (std::regex_match(token, match, linear)) {
-      if (!ParseCount(match[1], 1, &spec.outputs)) bad("outputs must be 1 to 999999");
+    } else if (reader.Skip("linear:")) {
+      const std::string outputs_text = reader.Digits();
+      if (outputs_text.empty() || !reader.AtEnd()) bad(kForms);
+      if (!ParseCount(outputs_text, 1, &spec.outputs)) bad("outputs must be 1 to 999999");
       spec.kind = LayerKind::kLinear;
     } else if (token == "flatten") {
       spec.kind = LayerKind::kFlatten;
     } else {
-      bad("is not convKxK:C[/sS][/pP], poolK, maxpoolK, avgpoolK, flatten or linear:N");
+      bad(kForms);
     }
     const bool image_layer = spec.kind == LayerKind::kConv2d || spec.kind == LayerKind::kMaxPool ||
                              spec.kind == LayerKind::kAvgPool;
