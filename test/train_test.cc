@@ -408,21 +408,8 @@ TEST(NetworkTest, SameBitsForEveryKernelAndThreadCount) {
   settings.seed = 42;
   std::vector<int> labels(200);
   for (int i = 0; i < 200; ++i) labels[i] = i % 10;
-  const DyadicInt8 x = RandomInt8(200, 64, 5, -128, 127, 5);
-  std::vector<std::vector<std::int8_t>> first_weights;
-  for (const Kernel kernel : AvailableKernels()) {
-    for (const int threads : {1, 2}) {
-      Context context;
-      context.set_kernel(kernel);
-      context.set_max_num_threads(threads);
-      Network network(settings);
-      for (int step = 0; step < 3; ++step) network.TrainStep(&context, x, labels);
-      std::vector<std::vector<std::int8_t>> weights;
-      for (const Linear* layer : Linears(network)) weights.push_back(layer->weights().mantissas);
-      if (first_weights.empty()) first_weights = weights;
-      EXPECT_EQ(weights, first_weights) << KernelName(kernel) << " threads " << threads;
-    }
-  }
+  ExpectSameBitsForEveryKernelAndThreadCount(settings, RandomInt8(200, 64, 5, -128, 127, 5),
+                                             labels);
 }
 
 TEST(NetworkTest, BadArgumentsAreErrors) {
@@ -664,11 +651,7 @@ class ModelFileTest : public testing::Test {
             testing::UnitTest::GetInstance()->current_test_info()->name();
     SaveModel(network, path_);
     expected_predictions_ = network.Predict(&context_, input_);
-    for (const Linear* layer : Linears(network)) {
-      std::vector<std::int32_t> state(layer->StateSize());
-      layer->GetState(state.data());
-      expected_states_.push_back(state);
-    }
+    expected_states_ = LearningStates(network);
   }
 
   // LoadModel on `bytes` throws DataError naming the file and containing `fault`.
@@ -683,15 +666,7 @@ class ModelFileTest : public testing::Test {
     }
   }
 
-  void ExpectStates(const Network& loaded) {
-    const std::vector<Linear*> layers = Linears(loaded);
-    ASSERT_EQ(layers.size(), expected_states_.size());
-    for (std::size_t k = 0; k < layers.size(); ++k) {
-      std::vector<std::int32_t> state(layers[k]->StateSize());
-      layers[k]->GetState(state.data());
-      EXPECT_EQ(state, expected_states_[k]) << "layer " << k;
-    }
-  }
+  void ExpectStates(const Network& loaded) { EXPECT_EQ(LearningStates(loaded), expected_states_); }
 
   Context context_;
   NetworkSettings settings_;

@@ -1,7 +1,9 @@
 // What the training layer's test suites share: random dyadic tensors, the 64-bit rounding they
-// check against, and a network's Linear layers.
+// check against, a network's Linear layers and states, and the same-bits check across kernels.
 #ifndef LOWBIT_TEST_TRAIN_TEST_UTIL_H_
 #define LOWBIT_TEST_TRAIN_TEST_UTIL_H_
+
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "lowbit/lowbit.h"
 #include "train/dyadic.h"
 #include "train/network.h"
 
@@ -44,6 +47,36 @@ inline std::vector<Linear*> Linears(const Network& network) {
   std::vector<Linear*> layers;
   for (Layer* layer : network.LearningLayers()) layers.push_back(dynamic_cast<Linear*>(layer));
   return layers;
+}
+
+// What training moved in each learning layer of a network (Layer::GetState), first to last.
+inline std::vector<std::vector<std::int32_t>> LearningStates(const Network& network) {
+  std::vector<std::vector<std::int32_t>> states;
+  for (const Layer* layer : network.LearningLayers()) {
+    states.emplace_back(layer->StateSize());
+    layer->GetState(states.back().data());
+  }
+  return states;
+}
+
+// Three steps of a network built from `settings` on x leave the same states on every kernel
+// and thread count.
+inline void ExpectSameBitsForEveryKernelAndThreadCount(const NetworkSettings& settings,
+                                                       const DyadicInt8& x,
+                                                       const std::vector<int>& labels) {
+  std::vector<std::vector<std::int32_t>> first_states;
+  for (const Kernel kernel : AvailableKernels()) {
+    for (const int threads : {1, 2}) {
+      Context context;
+      context.set_kernel(kernel);
+      context.set_max_num_threads(threads);
+      Network network(settings);
+      for (int step = 0; step < 3; ++step) network.TrainStep(&context, x, labels);
+      const std::vector<std::vector<std::int32_t>> states = LearningStates(network);
+      if (first_states.empty()) first_states = states;
+      EXPECT_EQ(states, first_states) << KernelName(kernel) << " threads " << threads;
+    }
+  }
 }
 
 }  // namespace train
