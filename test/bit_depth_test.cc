@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "lowbit/internal/kernel/kernel.h"
@@ -461,13 +462,17 @@ TEST_P(DeclaredRangeTest, ResultsAreExact) {
   Context context;
   Configure(&context, GetParam());
   std::mt19937 random(11);
-  for (int bits = 1; bits <= 8; ++bits) {
-    const Shape shape{7 + bits, 29 * bits, 31 - bits};
+  // Pairs of 9 bits in all, and the bit-serial kernels' pairs of 1 and 2 bits.
+  std::vector<std::pair<int, int>> pairs = {{1, 1}, {1, 2}, {2, 1}, {2, 2}};
+  for (int bits = 1; bits <= 8; ++bits) pairs.push_back({bits, 9 - bits});
+  for (const auto& [lhs_bits, rhs_bits] : pairs) {
+    const int bits = lhs_bits;
+    const Shape shape{7 + bits, 29 * bits + 37 * (rhs_bits % 3), 31 - bits};
     OwnedMatrix<std::int8_t> lhs(shape.rows, shape.depth, Order::kRowMajor, 0, &random);
     OwnedMatrix<std::uint8_t> rhs(shape.depth, shape.cols, Order::kColMajor, 0, &random);
-    FillDeclared(&lhs, bits, &random);
-    FillDeclared(&rhs, 9 - bits, &random);
-    const BitDepthParams params{bits, 9 - bits, BitDepthRounding::kAuto, 0,
+    FillDeclared(&lhs, lhs_bits, &random);
+    FillDeclared(&rhs, rhs_bits, &random);
+    const BitDepthParams params{lhs_bits, rhs_bits, BitDepthRounding::kAuto, 0,
                                 BitDepthMode::kDeclaredRange};
     const auto exact = ReferenceAccumulators(lhs.const_map(), rhs.const_map(), -3, 17);
     OwnedMatrix<std::int32_t> acc(shape.rows, shape.cols, Order::kColMajor, 0, &random);
@@ -477,8 +482,9 @@ TEST_P(DeclaredRangeTest, ResultsAreExact) {
     Gemm(&context, lhs.const_map(), prepacked, &prepacked_acc.map, -3, 17, params);
     for (int r = 0; r < shape.rows; ++r) {
       for (int c = 0; c < shape.cols; ++c) {
-        ASSERT_EQ(acc.map(r, c), exact[r * shape.cols + c]) << bits << " bits";
-        ASSERT_EQ(prepacked_acc.map(r, c), exact[r * shape.cols + c]) << bits << " bits";
+        ASSERT_EQ(acc.map(r, c), exact[r * shape.cols + c]) << lhs_bits << "x" << rhs_bits;
+        ASSERT_EQ(prepacked_acc.map(r, c), exact[r * shape.cols + c])
+            << lhs_bits << "x" << rhs_bits;
       }
     }
   }

@@ -1,5 +1,6 @@
-// The micro-kernel check shared by the kernel suites (kernel_x86_test, kernel_narrow_test): a
-// tile's operands packed by the kernel's own packers, its sums against the 64-bit reference.
+// The micro-kernel check shared by the kernel suites (kernel_x86_test, kernel_narrow_test,
+// kernel_bit_serial_test): a tile's operands packed by the kernel's own packers, its sums against
+// the 64-bit reference; and the narrow operands they are checked on.
 #ifndef LOWBIT_TEST_KERNEL_CHECK_H_
 #define LOWBIT_TEST_KERNEL_CHECK_H_
 
@@ -14,6 +15,42 @@
 
 namespace lowbit {
 namespace test {
+
+// The value range of a `bits`-bit operand of this type.
+inline int MinValue(internal::ElementType type, int bits) {
+  return type == internal::ElementType::kUint8 ? 0 : -(1 << (bits - 1));
+}
+inline int MaxValue(internal::ElementType type, int bits) {
+  return type == internal::ElementType::kUint8 ? (1 << bits) - 1 : (1 << (bits - 1)) - 1;
+}
+
+// A rows x cols matrix of `bits`-bit values; `pick` chooses each from [min, max].
+struct NarrowMatrix {
+  std::vector<std::uint8_t> bytes;
+  internal::MatrixView view;
+
+  template <typename Pick>
+  NarrowMatrix(int rows, int cols, Order order, internal::ElementType type, int bits, Pick pick)
+      : bytes(static_cast<std::size_t>(rows) * cols + 1) {
+    view = internal::MatrixView{bytes.data(), type,  rows,
+                                cols,         order, order == Order::kRowMajor ? cols : rows};
+    view.bits = bits;
+    for (int r = 0; r < rows; ++r) {
+      for (int c = 0; c < cols; ++c) {
+        const int value = pick(r, c, MinValue(type, bits), MaxValue(type, bits));
+        bytes[Index(r, c)] = static_cast<std::uint8_t>(value);
+      }
+    }
+  }
+  std::size_t Index(int r, int c) const {
+    return view.order == Order::kRowMajor ? static_cast<std::size_t>(r) * view.stride + c
+                                          : static_cast<std::size_t>(c) * view.stride + r;
+  }
+  std::int64_t Value(int r, int c) const {
+    const std::uint8_t byte = bytes[Index(r, c)];
+    return view.type == internal::ElementType::kInt8 ? static_cast<std::int8_t>(byte) : byte;
+  }
+};
 
 // Packs `lhs` (lhs_rows x depth) and `rhs_transposed` (rhs_cols x depth: the rhs is packed
 // through its transpose, as the driver does) with the kernel's packers, runs the micro-kernel on
@@ -31,7 +68,7 @@ void CheckMicroKernel(const internal::KernelImplementation& kernel, const Matrix
   const int depth = lhs.view.cols;
   const int padded_depth = internal::RoundUp(depth, format.depth_group);
   const auto packed_bytes = [&](int count, internal::PackedType type) {
-    return static_cast<std::size_t>(count) * padded_depth * internal::PackedSize(type);
+    return internal::PackedBytes(type, static_cast<std::int64_t>(count) * padded_depth);
   };
   std::vector<std::uint8_t> packed_lhs(packed_bytes(rows, format.lhs_type));
   std::vector<std::uint8_t> packed_rhs(packed_bytes(cols, format.rhs_type));

@@ -88,42 +88,6 @@ int Int16RunDepth(Kernel kernel, int lhs_bits, int rhs_bits) {
   return internal::NarrowInt16Steps(lhs_bits, rhs_bits) * 4;
 }
 
-// The value range of a `bits`-bit operand of this type.
-int MinValue(ElementType type, int bits) {
-  return type == ElementType::kUint8 ? 0 : -static_cast<int>(Pow2(bits - 1));
-}
-int MaxValue(ElementType type, int bits) {
-  return static_cast<int>(type == ElementType::kUint8 ? Pow2(bits) - 1 : Pow2(bits - 1) - 1);
-}
-
-// A rows x cols matrix of `bits`-bit values; `pick` chooses each from [min, max].
-struct NarrowMatrix {
-  std::vector<std::uint8_t> bytes;
-  MatrixView view;
-
-  template <typename Pick>
-  NarrowMatrix(int rows, int cols, Order order, ElementType type, int bits, Pick pick)
-      : bytes(static_cast<std::size_t>(rows) * cols + 1) {
-    view =
-        MatrixView{bytes.data(), type, rows, cols, order, order == Order::kRowMajor ? cols : rows};
-    view.bits = bits;
-    for (int r = 0; r < rows; ++r) {
-      for (int c = 0; c < cols; ++c) {
-        const int value = pick(r, c, MinValue(type, bits), MaxValue(type, bits));
-        bytes[Index(r, c)] = static_cast<std::uint8_t>(value);
-      }
-    }
-  }
-  std::size_t Index(int r, int c) const {
-    return view.order == Order::kRowMajor ? static_cast<std::size_t>(r) * view.stride + c
-                                          : static_cast<std::size_t>(c) * view.stride + r;
-  }
-  std::int64_t Value(int r, int c) const {
-    const std::uint8_t byte = bytes[Index(r, c)];
-    return view.type == ElementType::kInt8 ? static_cast<std::int8_t>(byte) : byte;
-  }
-};
-
 // The narrow kernels' packers must write exactly what the portable packer writes, with the same
 // sums, for every panel fill, depth tail, storage order, type, bit depth and source offset; for
 // the tiles of several int16 steps (7 x 5 bits) and of one (7 x 8).

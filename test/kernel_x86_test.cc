@@ -83,8 +83,8 @@ std::vector<const KernelImplementation*> Implementations(Kernel kernel) {
 
 std::size_t PackedBytes(int count, int width, int depth, const KernelFormat& format,
                         internal::PackedType type) {
-  return static_cast<std::size_t>((count + width - 1) / width) * width *
-         internal::RoundUp(depth, format.depth_group) * internal::PackedSize(type);
+  return internal::PackedBytes(type, static_cast<std::int64_t>((count + width - 1) / width) *
+                                         width * internal::RoundUp(depth, format.depth_group));
 }
 
 // The portable packer's output for `type`; nibbles are its uint8 byte groups, each group split
@@ -114,6 +114,11 @@ void PackPortably(const MatrixView& source, const KernelFormat& format, internal
       }
       return;
     }
+    case internal::PackedType::kOneBitPlane:
+    case internal::PackedType::kTwoBitPlanes:
+      internal::PackBitPlanesPortable(source, type, width, start, count, depth_start, depth, packed,
+                                      sums);
+      return;
   }
 }
 

@@ -32,31 +32,32 @@ CacheSizes DetectCacheSizes() {
 
 Blocking ComputeBlocking(const KernelFormat& format, const CacheSizes& caches, int rows, int cols,
                          int depth) {
-  const int lhs_element = PackedSize(format.lhs_type);
-  const int rhs_element = PackedSize(format.rhs_type);
+  // In bits: bit-plane operands take less than a byte a value.
+  const int lhs_bits = PackedBits(format.lhs_type);
+  const int rhs_bits = PackedBits(format.rhs_type);
   const int group = format.depth_group;
-  const std::int64_t l1 = caches.l1_bytes;
-  const std::int64_t l2 = caches.l2_bytes;
+  const std::int64_t l1_bits = std::int64_t{8} * caches.l1_bytes;
+  const std::int64_t l2_bits = std::int64_t{8} * caches.l2_bytes;
   const std::int64_t padded_depth = RoundUp(std::max(depth, 1), group);
   // The rhs micro-panel (rhs_cols x kc) takes half of L1; the lhs micro-panel streams through
   // the rest. Equal slices, so that the last one is not a sliver.
-  const int max_depth = FloorTo(l1 / 2 / (format.rhs_cols * rhs_element), group);
+  const int max_depth = FloorTo(l1_bits / 2 / (format.rhs_cols * rhs_bits), group);
   const std::int64_t slices = (padded_depth + max_depth - 1) / max_depth;
   const int block_depth = RoundUp(static_cast<int>((padded_depth + slices - 1) / slices), group);
   // The packed lhs slice (mc x kc) takes half of L2; the whole-depth packed lhs block of a task
   // stays within 4 x L2, which only very deep GEMMs reach.
-  int block_rows = FloorTo(l2 / 2 / (block_depth * lhs_element), format.lhs_rows);
+  int block_rows = FloorTo(l2_bits / 2 / (block_depth * lhs_bits), format.lhs_rows);
   block_rows =
-      std::min(block_rows, FloorTo(4 * l2 / (padded_depth * lhs_element), format.lhs_rows));
+      std::min(block_rows, FloorTo(4 * l2_bits / (padded_depth * lhs_bits), format.lhs_rows));
   block_rows = std::min(block_rows, RoundUp(std::max(rows, 1), format.lhs_rows));
   // The accumulator block (mc x nc int32) takes a quarter of L2.
-  int block_cols = FloorTo(l2 / 4 / (block_rows * 4), format.rhs_cols);
+  int block_cols = FloorTo(l2_bits / 4 / (block_rows * 32), format.rhs_cols);
   block_cols = std::min(block_cols, RoundUp(std::max(cols, 1), format.rhs_cols));
   // The packed rhs (whole depth) is shared by all tasks; at most 32 x L2 of it at once.
-  int rhs_cols = FloorTo(32 * l2 / (padded_depth * rhs_element), format.rhs_cols);
+  int rhs_cols = FloorTo(32 * l2_bits / (padded_depth * rhs_bits), format.rhs_cols);
   rhs_cols = std::min(rhs_cols, RoundUp(std::max(cols, 1), format.rhs_cols));
   const int streamed_cols =
-      std::min(block_cols, FloorTo(l2 / 4 / (padded_depth * rhs_element), format.rhs_cols));
+      std::min(block_cols, FloorTo(l2_bits / 4 / (padded_depth * rhs_bits), format.rhs_cols));
   return {block_rows, block_cols, block_depth, rhs_cols, streamed_cols};
 }
 

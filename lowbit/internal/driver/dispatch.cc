@@ -46,6 +46,11 @@ bool HasAvx512Vnni() {
   return HasAvx2() && cpuinfo_has_x86_avx512f() && cpuinfo_has_x86_avx512bw() &&
          cpuinfo_has_x86_avx512vnni();
 }
+// Bit-serial products of 1- and 2-bit operands, where the CPU has VPOPCNTDQ.
+const internal::KernelImplementation* Avx512BitSerialIfVpopcntdq(int lhs_bits, int rhs_bits) {
+  if (!cpuinfo_has_x86_avx512vpopcntdq()) return nullptr;
+  return internal::Avx512BitSerialKernel(lhs_bits, rhs_bits);
+}
 #endif
 
 #if defined(__aarch64__)
@@ -72,6 +77,10 @@ struct KernelEntry {
   // For operands of fewer bits: returns null where the bit depths gain nothing. Or null.
   const internal::KernelImplementation* (*narrow_implementation)(int lhs_bits, int rhs_bits);
   internal::OutputWriter output_writer;
+  // Bit-serial products for 1- and 2-bit operands on this CPU (null for other bit depths), used
+  // where BitSerialPays. Or null.
+  const internal::KernelImplementation* (*bit_serial_implementation)(int lhs_bits,
+                                                                     int rhs_bits) = nullptr;
 };
 const KernelEntry kKernels[] = {
     {Kernel::kReference, &AlwaysSupported, &internal::ReferenceKernel, &internal::ReferenceKernel,
@@ -80,14 +89,16 @@ const KernelEntry kKernels[] = {
     {Kernel::kSse41, &HasSse41, &internal::Sse41Kernel, &internal::Sse41Kernel, nullptr,
      &internal::Sse41NarrowKernel, &internal::WriteOutputSse41},
     {Kernel::kAvx2, &HasAvx2, &internal::Avx2Kernel, &internal::Avx2PrepackedKernel,
-     &internal::Avx2NibbleKernel, &internal::Avx2NarrowKernel, &internal::WriteOutputAvx2},
-    // vpdpbusd multiplies full 8-bit values at the rate narrow kernels would: no narrow ones.
+     &internal::Avx2NibbleKernel, &internal::Avx2NarrowKernel, &internal::WriteOutputAvx2,
+     &internal::Avx2BitSerialKernel},
+    // vpdpbusd multiplies full 8-bit values at the rate int16 narrow kernels would: the only
+    // narrow ones are bit-serial.
     {Kernel::kAvx512Vnni, &HasAvx512Vnni, &internal::Avx512VnniKernel, &internal::Avx512VnniKernel,
-     nullptr, nullptr, &internal::WriteOutputAvx512},
+     nullptr, nullptr, &internal::WriteOutputAvx512, &Avx512BitSerialIfVpopcntdq},
 #endif
 #if defined(__aarch64__)
     {Kernel::kNeon, &HasNeon, &BestNeonKernel, &BestNeonKernel, nullptr,
-     &internal::NeonNarrowKernel, &internal::WriteOutputNeon},
+     &internal::NeonNarrowKernel, &internal::WriteOutputNeon, &internal::NeonBitSerialKernel},
 #endif
 };
 
@@ -174,12 +185,36 @@ const KernelEntry& ResolvedEntry(Kernel kernel) {
 }  // namespace
 
 namespace {
+// Whether the bit-serial kernel beats the kernel's other implementation for these bit depths:
+// each plane pair costs an AND and a popcount, so the pairs decide. Measured with declared
+// operands at 1024^3 on one thread (scripts/bench, doc/less-than-8-bit.md), against vpdpbusd:
+// 1 x 1 bits 2.4x, 1 x 2 bits 1.4x, 2 x 2 bits 0.8x; against the AVX2 int16 narrow kernel: 1 x 1
+// bits 1.8x, 1 x 2 bits 0.98x, 2 x 2 bits 0.54x. On NEON, not measured on hardware (qemu
+// only): 1 x 1 bits, whose AND and vcnt make 128 products where SDOT makes 16.
+bool BitSerialPays(Kernel kernel, int lhs_bits, int rhs_bits) {
+  if (kernel == Kernel::kAvx512Vnni) return lhs_bits + rhs_bits <= 3;
+  return lhs_bits == 1 && rhs_bits == 1;
+}
+
 const KernelImplementation* NarrowImplementation(const KernelEntry& entry, int lhs_bits,
                                                  int rhs_bits) {
-  if (entry.narrow_implementation == nullptr || (lhs_bits == 8 && rhs_bits == 8)) return nullptr;
+  if (lhs_bits == 8 && rhs_bits == 8) return nullptr;
+  if (entry.bit_serial_implementation != nullptr &&
+      BitSerialPays(entry.kernel, lhs_bits, rhs_bits)) {
+    const KernelImplementation* bit_serial = entry.bit_serial_implementation(lhs_bits, rhs_bits);
+    if (bit_serial != nullptr) return bit_serial;
+  }
+  if (entry.narrow_implementation == nullptr) return nullptr;
   return entry.narrow_implementation(lhs_bits, rhs_bits);
 }
 }  // namespace
+
+const KernelImplementation* GetBitSerialKernelImplementation(Kernel kernel, int lhs_bits,
+                                                             int rhs_bits) {
+  const KernelEntry& entry = ResolvedEntry(kernel);
+  if (entry.bit_serial_implementation == nullptr) return nullptr;
+  return entry.bit_serial_implementation(lhs_bits, rhs_bits);
+}
 
 const KernelImplementation& GetKernelImplementation(Kernel kernel, int lhs_bits, int rhs_bits) {
   const KernelEntry& entry = ResolvedEntry(kernel);

@@ -105,12 +105,12 @@ struct GemmTask {
   const Rescale* result_rescale = nullptr;
 
   std::size_t LhsPanelBytes() const {
-    return static_cast<std::size_t>(kernel.format.lhs_rows) * padded_depth *
-           PackedSize(kernel.format.lhs_type);
+    return PackedBytes(kernel.format.lhs_type,
+                       static_cast<std::int64_t>(kernel.format.lhs_rows) * padded_depth);
   }
   std::size_t RhsPanelBytes() const {
-    return static_cast<std::size_t>(kernel.format.rhs_cols) * padded_depth *
-           PackedSize(kernel.format.rhs_type);
+    return PackedBytes(kernel.format.rhs_type,
+                       static_cast<std::int64_t>(kernel.format.rhs_cols) * padded_depth);
   }
 
   // Worker `part` of `workers` packs its share of the chunk's rhs panels, whole depth.
@@ -163,9 +163,9 @@ struct GemmTask {
         const int slice_depth =
             RoundUp(std::min(blocking.depth, depth - depth_start), format.depth_group);
         const std::size_t lhs_slice =
-            static_cast<std::size_t>(depth_start) * format.lhs_rows * PackedSize(format.lhs_type);
+            PackedBytes(format.lhs_type, static_cast<std::int64_t>(depth_start) * format.lhs_rows);
         const std::size_t rhs_slice =
-            static_cast<std::size_t>(depth_start) * format.rhs_cols * PackedSize(format.rhs_type);
+            PackedBytes(format.rhs_type, static_cast<std::int64_t>(depth_start) * format.rhs_cols);
         // Panel pointers step along: an integer division per kernel call costs tens of cycles,
         // which small GEMMs notice.
         const char* rhs_panel = packed_rhs + rhs_slice;

@@ -67,21 +67,24 @@ struct ScratchLayout {
                 int padded_depth, bool stream_rhs, bool rhs_prepacked)
       : packed_rhs_bytes(stream_rhs || rhs_prepacked
                              ? 0
-                             : AlignUp(static_cast<std::size_t>(blocking.rhs_cols) * padded_depth *
-                                       PackedSize(format.rhs_type))),
+                             : AlignUp(PackedBytes(
+                                   format.rhs_type,
+                                   static_cast<std::int64_t>(blocking.rhs_cols) * padded_depth))),
         col_sums_bytes(AlignUp(sizeof(std::int32_t) * blocking.rhs_cols)),
         lhs_offsets_bytes(AlignUp(sizeof(std::int32_t) * rows)),
         rhs_offsets_bytes(AlignUp(sizeof(std::int32_t) * cols)),
-        packed_lhs_bytes(AlignUp(static_cast<std::size_t>(blocking.rows) * padded_depth *
-                                 PackedSize(format.lhs_type))),
+        packed_lhs_bytes(AlignUp(
+            PackedBytes(format.lhs_type, static_cast<std::int64_t>(blocking.rows) * padded_depth))),
         row_sums_bytes(AlignUp(sizeof(std::int32_t) * blocking.rows)),
         row_parts_bytes(row_sums_bytes),
         col_parts_bytes(AlignUp(sizeof(std::int32_t) * blocking.cols)),
         acc_bytes(AlignUp(sizeof(std::int32_t) * blocking.rows *
                           AccumulatorStride(blocking.cols, format))),
-        rhs_block_bytes(stream_rhs ? AlignUp(static_cast<std::size_t>(blocking.streamed_cols) *
-                                             padded_depth * PackedSize(format.rhs_type))
-                                   : 0) {}
+        rhs_block_bytes(stream_rhs
+                            ? AlignUp(PackedBytes(
+                                  format.rhs_type,
+                                  static_cast<std::int64_t>(blocking.streamed_cols) * padded_depth))
+                            : 0) {}
 
   std::size_t SharedBytes() const {
     return packed_rhs_bytes + col_sums_bytes + lhs_offsets_bytes + rhs_offsets_bytes;

@@ -3,6 +3,7 @@
 #ifndef LOWBIT_INTERNAL_KERNEL_KERNEL_H_
 #define LOWBIT_INTERNAL_KERNEL_KERNEL_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -17,19 +18,47 @@ namespace internal {
 // signed bytes; kUint8 centres int8 sources the other way (value + 2^(bits-1)), for the
 // unsigned operand of vpmaddubsw. kNibbles is kUint8 split into two bytes, the value's low 4
 // bits and its high 4 bits (kernel_nibbles_x86.h has the layout), so that vpmaddubsw can multiply
-// an 8-bit value by int8 without saturating. The driver adds the shift back through the offsets.
-enum class PackedType { kInt16, kInt8, kUint8, kNibbles };
+// an 8-bit value by int8 without saturating. kOneBitPlane and kTwoBitPlanes are kUint8 values of
+// 1 or 2 bits split into bit planes, one bit per value, for kernels that multiply by AND and
+// popcount (kBitPlaneGroup has the layout). The driver adds the shift back through the offsets.
+enum class PackedType { kInt16, kInt8, kUint8, kNibbles, kOneBitPlane, kTwoBitPlanes };
 
-inline int PackedSize(PackedType type) {
-  return type == PackedType::kInt16 || type == PackedType::kNibbles ? 2 : 1;
+// The bits one packed value takes.
+inline int PackedBits(PackedType type) {
+  switch (type) {
+    case PackedType::kInt16:
+    case PackedType::kNibbles:
+      return 16;
+    case PackedType::kOneBitPlane:
+      return 1;
+    case PackedType::kTwoBitPlanes:
+      return 2;
+    default:
+      return 8;
+  }
 }
+
+// The bytes `values` packed values take: whole bytes for a whole number of depth groups.
+inline std::size_t PackedBytes(PackedType type, std::int64_t values) {
+  return static_cast<std::size_t>(values) * PackedBits(type) / 8;
+}
+
+// The bit planes of a packed type, or 0 for the byte types.
+inline int BitPlanes(PackedType type) {
+  return type == PackedType::kOneBitPlane ? 1 : type == PackedType::kTwoBitPlanes ? 2 : 0;
+}
+
+// Bit-plane layout: depth_group is kBitPlaneGroup, and each group of a panel holds, for each
+// plane p (least significant first), for each row i of the panel, a uint32 word whose bit b is
+// bit p of the packed value (i, group * 32 + b).
+constexpr int kBitPlaneGroup = 32;
 
 // What packing subtracts from each value of `source`.
 inline int PackedValueShift(PackedType packed, const MatrixView& source) {
   const int half_range = 1 << (source.bits - 1);
-  const bool unsigned_bytes = packed == PackedType::kUint8 || packed == PackedType::kNibbles;
+  const bool unsigned_values = packed != PackedType::kInt16 && packed != PackedType::kInt8;
   if (packed == PackedType::kInt8 && source.type == ElementType::kUint8) return half_range;
-  if (unsigned_bytes && source.type == ElementType::kInt8) return -half_range;
+  if (unsigned_values && source.type == ElementType::kInt8) return -half_range;
   return 0;
 }
 
@@ -110,6 +139,11 @@ const KernelImplementation& Avx2NibbleKernel();
 // Call only when cpuinfo reports AVX-512 F, BW and VNNI and AVX2: kernel_avx512vnni.cc. It serves
 // prepacked weights too, in the same layout.
 const KernelImplementation& Avx512VnniKernel();
+// The bit-serial kernels for 1- and 2-bit operands (kernel_bit_serial_avx512.cc), or null for
+// other bit depths. Call only when cpuinfo reports AVX-512 VPOPCNTDQ besides the above.
+const KernelImplementation* Avx512BitSerialKernel(int lhs_bits, int rhs_bits);
+// The same with AVX2 alone (kernel_bit_serial_avx2.cc: a nibble-table popcount).
+const KernelImplementation* Avx2BitSerialKernel(int lhs_bits, int rhs_bits);
 #endif
 #if defined(__aarch64__)
 const KernelImplementation& NeonKernel();
@@ -118,6 +152,9 @@ const KernelImplementation& NeonDotKernel();
 // The narrow NEON kernel for these bit depths, or null where it would add no more than one
 // product in int16 (NeonNarrowInt16Steps < 2).
 const KernelImplementation* NeonNarrowKernel(int lhs_bits, int rhs_bits);
+// The bit-serial kernels for 1- and 2-bit operands (kernel_bit_serial_neon.cc: AND and vcnt), or
+// null for other bit depths.
+const KernelImplementation* NeonBitSerialKernel(int lhs_bits, int rhs_bits);
 #endif
 
 // The implementation for a resolved (non-kAuto) kernel, and operands of these bit depths
@@ -131,6 +168,11 @@ const KernelImplementation& GetKernelImplementation(Kernel kernel, int lhs_bits 
 // as for an ordinary rhs or one whose rhs layout suits an operand read from memory on every call.
 const KernelImplementation& GetPrepackedRhsKernelImplementation(Kernel kernel, int lhs_bits = 8,
                                                                 int rhs_bits = 8, int lhs_rows = 0);
+
+// The bit-serial implementation of `kernel` for these bit depths on this CPU, whether or not
+// GetKernelImplementation picks it; null where there is none.
+const KernelImplementation* GetBitSerialKernelImplementation(Kernel kernel, int lhs_bits,
+                                                             int rhs_bits);
 
 // Whether an rhs packed for one format can be multiplied by a kernel of the other.
 inline bool SameRhsLayout(const KernelFormat& a, const KernelFormat& b) {

@@ -1,4 +1,4 @@
-// The portable packing routine, generic over the panel width and packed type: the reference
+// The portable packing routines, generic over the panel width and packed type: the reference
 // kernel's packer, and the fallback any ISA packer is tested against.
 #ifndef LOWBIT_INTERNAL_PACK_PACK_H_
 #define LOWBIT_INTERNAL_PACK_PACK_H_
@@ -63,6 +63,12 @@ void PackWithFormat(const MatrixView& source, const KernelFormat& format, int pa
 void PackBytesPortable(const MatrixView& source, PackedType type, const KernelFormat& format,
                        int panel_width, int start, int count, int depth_start, int depth,
                        void* packed, std::int32_t* sums);
+
+// A PackFunction (kernel.h) for bit planes (`type` kOneBitPlane or kTwoBitPlanes; kBitPlaneGroup's
+// layout) of values that fit them, in panels of `panel_width` rows: the packer the ISA ones are
+// tested against, and NEON's.
+void PackBitPlanesPortable(const MatrixView& source, PackedType type, int panel_width, int start,
+                           int count, int depth_start, int depth, void* packed, std::int32_t* sums);
 
 #if defined(__aarch64__)
 // The same for kInt8, with NEON where each row's depth values are contiguous and the depth group

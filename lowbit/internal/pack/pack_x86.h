@@ -62,6 +62,11 @@ using PackByteGroupsFunction = void (*)(const MatrixView& source, PackedType typ
 void PackByteGroupsAvx512(const MatrixView& source, PackedType type, int panel_width, int start,
                           int count, int depth_start, int depth, void* packed, std::int32_t* sums);
 
+// A PackFunction (kernel.h) for bit planes (`type` kOneBitPlane or kTwoBitPlanes, kBitPlaneGroup's
+// layout) in panels of `panel_width` rows. Only call it on a CPU with AVX2.
+void PackBitPlanesAvx2(const MatrixView& source, PackedType type, int panel_width, int start,
+                       int count, int depth_start, int depth, void* packed, std::int32_t* sums);
+
 // The walk the vector packers share. `steps(rows_base, stepped_depth, panel_out, panel_sums)`
 // packs the whole steps of a whole panel of a depth-contiguous source (`stepped`);
 // `rest(first_row, rows, depth_start, depth, out, sums)`, a narrower packer of the same layout,

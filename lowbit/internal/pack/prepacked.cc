@@ -19,8 +19,8 @@ PackedOperand PackRhs(Kernel kernel, const MatrixView& rhs, int lhs_bits) {
       GetPrepackedRhsKernelImplementation(kernel, lhs_bits, rhs.bits);
   const KernelFormat& format = implementation.format;
   const int padded_cols = RoundUp(rhs.cols, format.rhs_cols);
-  const std::size_t bytes = static_cast<std::size_t>(padded_cols) *
-                            RoundUp(rhs.rows, format.depth_group) * PackedSize(format.rhs_type);
+  const std::size_t bytes = PackedBytes(format.rhs_type, static_cast<std::int64_t>(padded_cols) *
+                                                             RoundUp(rhs.rows, format.depth_group));
   void* memory = std::aligned_alloc(64, (bytes + 64) / 64 * 64);
   if (memory == nullptr) throw std::bad_alloc();
   std::shared_ptr<char> data(static_cast<char*>(memory), [](char* p) { std::free(p); });

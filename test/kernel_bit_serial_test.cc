@@ -1,0 +1,180 @@
+// The bit-serial kernels for 1- and 2-bit operands: their bit-plane packers against the portable
+// one, and each micro-kernel at the extremes of every bit-depth pair and on random values, bit
+// for bit against a 64-bit reference. Whole GEMMs through the driver are kernel_narrow_test's.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "lowbit/internal/driver/driver.h"
+#include "lowbit/internal/kernel/kernel.h"
+#include "lowbit/internal/pack/pack.h"
+#include "lowbit/lowbit.h"
+#include "test/kernel_check.h"
+
+namespace lowbit {
+namespace test {
+namespace {
+
+using internal::ElementType;
+using internal::KernelFormat;
+using internal::KernelImplementation;
+using internal::MatrixView;
+
+struct BitSerial {
+  std::string name;
+  const KernelImplementation* implementation;
+};
+
+// Every bit-serial implementation this CPU runs, for each pair of bit depths.
+std::vector<BitSerial> BitSerialImplementations() {
+  std::vector<BitSerial> found;
+  for (Kernel kernel : AvailableKernels()) {
+    for (int lhs_bits : {1, 2}) {
+      for (int rhs_bits : {1, 2}) {
+        const KernelImplementation* implementation =
+            internal::GetBitSerialKernelImplementation(kernel, lhs_bits, rhs_bits);
+        if (implementation == nullptr) continue;
+        found.push_back({std::string(KernelName(kernel)) + " L" + std::to_string(lhs_bits) + "R" +
+                             std::to_string(rhs_bits),
+                         implementation});
+      }
+    }
+  }
+  return found;
+}
+
+// The driver runs the bit-serial kernel for the bit depths where it pays (dispatch.cc's
+// BitSerialPays: 1 x 1 bits everywhere) and the kernel's other one elsewhere.
+TEST(BitSerialKernelTest, GemmsOfOneBitOperandsRunThem) {
+  for (Kernel kernel : AvailableKernels()) {
+    const KernelImplementation* one_bit = internal::GetBitSerialKernelImplementation(kernel, 1, 1);
+    if (one_bit == nullptr) continue;
+    EXPECT_EQ(&internal::GetKernelImplementation(kernel, 1, 1), one_bit) << KernelName(kernel);
+    EXPECT_EQ(&internal::GetPrepackedRhsKernelImplementation(kernel, 1, 1), one_bit)
+        << KernelName(kernel);
+    EXPECT_EQ(internal::GetBitSerialKernelImplementation(kernel, 3, 1), nullptr);
+    EXPECT_NE(&internal::GetKernelImplementation(kernel, 2, 2),
+              internal::GetBitSerialKernelImplementation(kernel, 2, 2))
+        << KernelName(kernel) << ": 2 x 2 bits are faster without";
+  }
+}
+
+// The ISA packers write exactly what the portable packer writes, with the same sums, for every
+// panel fill (70 rows: past a block of 32), depth tail, storage order, type and source offset.
+TEST(BitSerialKernelTest, PackersMatchThePortablePacker) {
+  std::mt19937 random(3);
+  const auto uniform = [&](int, int, int min, int max) {
+    return std::uniform_int_distribution<int>(min, max)(random);
+  };
+  for (const BitSerial& bit_serial : BitSerialImplementations()) {
+    const KernelFormat& format = bit_serial.implementation->format;
+    for (bool lhs_side : {true, false}) {
+      const int width = lhs_side ? format.lhs_rows : format.rhs_cols;
+      const internal::PackedType type = lhs_side ? format.lhs_type : format.rhs_type;
+      const internal::PackFunction pack =
+          lhs_side ? bit_serial.implementation->pack_lhs : bit_serial.implementation->pack_rhs;
+      for (Order order : {Order::kRowMajor, Order::kColMajor}) {
+        for (ElementType source_type : {ElementType::kUint8, ElementType::kInt8}) {
+          for (int bits = 1; bits <= internal::BitPlanes(type); ++bits) {
+            for (int count : {1, width - 1, width, width + 1, 2 * width + 3, 70}) {
+              if (count < 1) continue;
+              for (int depth : {1, 5, 31, 32, 33, 64, 100, 259}) {
+                for (int depth_start : {0, 5}) {
+                  const int start = 2;
+                  const NarrowMatrix source(start + count + 1, depth_start + depth + 1, order,
+                                            source_type, bits, uniform);
+                  const std::size_t size = internal::PackedBytes(
+                      type, static_cast<std::int64_t>((count + width - 1) / width) * width *
+                                internal::RoundUp(depth, format.depth_group));
+                  std::vector<std::uint8_t> expected(size + 1, 77), packed(size + 1, 77);
+                  std::vector<std::int32_t> expected_sums(count, 1000), sums(count, 1000);
+                  internal::PackBitPlanesPortable(source.view, type, width, start, count,
+                                                  depth_start, depth, expected.data(),
+                                                  expected_sums.data());
+                  pack(source.view, start, count, depth_start, depth, packed.data(), sums.data());
+                  const std::string name =
+                      bit_serial.name + (lhs_side ? " lhs" : " rhs") + " count " +
+                      std::to_string(count) + " depth " + std::to_string(depth) + " start " +
+                      std::to_string(depth_start) + " bits " + std::to_string(bits) +
+                      (order == Order::kRowMajor ? " row-major" : " col-major") +
+                      (source_type == ElementType::kInt8 ? " int8" : " uint8");
+                  ASSERT_EQ(packed, expected) << name;
+                  ASSERT_EQ(sums, expected_sums) << name;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The portable packer itself, on a case worked by hand: 2-bit int8 values -2..1 are packed as
+// 0..3, plane 0 first, one bit per depth value, least significant first.
+TEST(BitSerialKernelTest, PortablePackerLayout) {
+  const std::int8_t values[2][3] = {{-2, 1, 0}, {-1, -2, 1}};
+  MatrixView view{values, ElementType::kInt8, 2, 3, Order::kRowMajor, 3};
+  view.bits = 2;
+  std::uint32_t packed[2 * 2] = {};
+  std::int32_t sums[2] = {};
+  internal::PackBitPlanesPortable(view, internal::PackedType::kTwoBitPlanes, 2, 0, 2, 0, 3, packed,
+                                  sums);
+  // Row 0 packs as 0, 3, 2; row 1 as 1, 0, 3.
+  EXPECT_EQ(packed[0], 0b010u);  // plane 0, row 0
+  EXPECT_EQ(packed[1], 0b101u);  // plane 0, row 1
+  EXPECT_EQ(packed[2], 0b110u);  // plane 1, row 0
+  EXPECT_EQ(packed[3], 0b100u);  // plane 1, row 1
+  EXPECT_EQ(sums[0], 5);
+  EXPECT_EQ(sums[1], 4);
+}
+
+// Every bit of every plane set (the largest products, and each weight class at its largest),
+// none set, mixed ends, and random values; depths around a word and long ones.
+TEST(BitSerialKernelTest, MicroKernelsAreExactForEveryBitDepthPair) {
+  std::mt19937 random(11);
+  const auto lowest = [](int, int, int min, int) { return min; };
+  const auto highest = [](int, int, int, int max) { return max; };
+  const auto uniform = [&](int, int, int min, int max) {
+    return std::uniform_int_distribution<int>(min, max)(random);
+  };
+  for (const BitSerial& bit_serial : BitSerialImplementations()) {
+    const KernelImplementation& implementation = *bit_serial.implementation;
+    const KernelFormat& format = implementation.format;
+    const int lhs_bits = internal::BitPlanes(format.lhs_type);
+    const int rhs_bits = internal::BitPlanes(format.rhs_type);
+    for (ElementType lhs_type : {ElementType::kUint8, ElementType::kInt8}) {
+      for (ElementType rhs_type : {ElementType::kUint8, ElementType::kInt8}) {
+        for (int depth : {1, 31, 32, 33, 100, 2049}) {
+          const NarrowMatrix lhs_low(format.lhs_rows, depth, Order::kRowMajor, lhs_type, lhs_bits,
+                                     lowest);
+          const NarrowMatrix lhs_high(format.lhs_rows, depth, Order::kColMajor, lhs_type, lhs_bits,
+                                      highest);
+          const NarrowMatrix rhs_low(format.rhs_cols, depth, Order::kColMajor, rhs_type, rhs_bits,
+                                     lowest);
+          const NarrowMatrix rhs_high(format.rhs_cols, depth, Order::kRowMajor, rhs_type, rhs_bits,
+                                      highest);
+          const NarrowMatrix lhs_random(format.lhs_rows, depth, Order::kColMajor, lhs_type,
+                                        lhs_bits, uniform);
+          const NarrowMatrix rhs_random(format.rhs_cols, depth, Order::kRowMajor, rhs_type,
+                                        rhs_bits, uniform);
+          for (int rows = 1; rows <= format.lhs_rows; ++rows) {
+            const std::string name = bit_serial.name + " depth " + std::to_string(depth);
+            CheckMicroKernel(implementation, lhs_low, rhs_high, rows, name + " low x high");
+            CheckMicroKernel(implementation, lhs_high, rhs_low, rows, name + " high x low");
+            CheckMicroKernel(implementation, lhs_high, rhs_high, rows, name + " high x high");
+            CheckMicroKernel(implementation, lhs_random, rhs_random, rows, name + " random");
+            if (HasFatalFailure()) return;
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace test
+}  // namespace lowbit
