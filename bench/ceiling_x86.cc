@@ -229,6 +229,31 @@ void RegisterCeiling(const char* mix, std::int64_t multiply_adds, void (*run)(st
       cases);
 }
 
+// The bit-serial kernels' (kernel_bit_serial_avx512.cc): vpandd of two 512-bit planes,
+// vpopcntd and vpaddd into its own accumulator, 512 one-bit multiply-adds.
+// clang-format off
+#define LOWBIT_POPCOUNT(temporary, acc)                                   \
+  "vpandd %%zmm14, %%zmm15, %%zmm" #temporary "\n\t"                      \
+  "vpopcntd %%zmm" #temporary ", %%zmm" #temporary "\n\t"                 \
+  "vpaddd %%zmm" #temporary ", %%zmm" #acc ", %%zmm" #acc "\n\t"
+// clang-format on
+__attribute__((target("avx512f,avx512vpopcntdq"))) void RunPopcountSteps(std::int64_t steps) {
+  // clang-format off
+  asm volatile("vpxord %%zmm14, %%zmm14, %%zmm14\n\t"
+               "vpxord %%zmm15, %%zmm15, %%zmm15\n\t"
+               "1:\n\t"
+               LOWBIT_POPCOUNT(12, 0) LOWBIT_POPCOUNT(13, 1) LOWBIT_POPCOUNT(12, 2)
+               LOWBIT_POPCOUNT(13, 3) LOWBIT_POPCOUNT(12, 4) LOWBIT_POPCOUNT(13, 5)
+               LOWBIT_POPCOUNT(12, 6) LOWBIT_POPCOUNT(13, 7) LOWBIT_POPCOUNT(12, 8)
+               LOWBIT_POPCOUNT(13, 9) LOWBIT_POPCOUNT(12, 10) LOWBIT_POPCOUNT(13, 11)
+               "dec %0\n\t"
+               "jnz 1b\n\t"
+               : "+r"(steps)
+               :
+               : LOWBIT_CEILING_CLOBBERS);
+  // clang-format on
+}
+
 const Registration registration([] {
   if (!__builtin_cpu_supports("avx2")) return;
   // The 8-bit ones on two threads too: what the two cores of this host give the GEMM's
@@ -246,6 +271,9 @@ const Registration registration([] {
   }
   RegisterCeiling("vpdpbusd", 12 * 64, &RunDotSteps, {1, 2});
   RegisterCeiling("dot_tile_step", 12 * 64, &RunDotTileSteps, {1, 2});
+  if (__builtin_cpu_supports("avx512vpopcntdq")) {
+    RegisterCeiling("vpandd_vpopcntd_vpaddd", 12 * 512, &RunPopcountSteps);
+  }
 });
 
 }  // namespace

@@ -36,13 +36,15 @@ lowbit_bench::SummaryReporter::Ceilings Avx2Ceilings() {
 }
 
 // The AVX-512 VNNI kernel's: it runs prepacked weights and the narrow settings through its 8-bit
-// tile too.
+// tile too, but for 1 x 1 bits, whose bit-serial kernel does one AND and popcount a product.
 lowbit_bench::SummaryReporter::Ceilings Avx512VnniCeilings() {
   lowbit_bench::SummaryReporter::Ceilings ceilings;
   for (const LowbitSetting& setting : LowbitSettings()) {
     if (setting.kernel != lowbit::Kernel::kAvx512Vnni) continue;
-    ceilings.arithmetic[setting.name] = "vpdpbusd";
-    ceilings.tile_step[setting.name] = "dot_tile_step";
+    const bool one_bit = setting.narrow != nullptr && setting.narrow->params.lhs_bits == 1 &&
+                         setting.narrow->params.rhs_bits == 1;
+    ceilings.arithmetic[setting.name] = one_bit ? "vpandd_vpopcntd_vpaddd" : "vpdpbusd";
+    if (!one_bit) ceilings.tile_step[setting.name] = "dot_tile_step";
   }
   return ceilings;
 }

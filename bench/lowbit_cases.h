@@ -49,8 +49,9 @@ struct BitDepthSetting {
   const char* tile_step;
 };
 
-// The narrow targets: requantized 7 x 5 and 4 x 4 bits, and 7-bit lhs data declared as
-// such against a full 8-bit rhs (exact); the same run's 8-bit cases are the baseline.
+// The narrow targets: requantized 7 x 5 and 4 x 4 bits, 7-bit lhs data declared as such
+// against a full 8-bit rhs (exact), and 1 x 1 and 2 x 2 bits both ways; the same run's 8-bit cases
+// are the baseline.
 inline const BitDepthSetting kBitDepthSettings[] = {
     {"L7R5",
      {7, 5, lowbit::BitDepthRounding::kAuto, 1, lowbit::BitDepthMode::kRequantize},
@@ -64,6 +65,23 @@ inline const BitDepthSetting kBitDepthSettings[] = {
      {7, 8, lowbit::BitDepthRounding::kNearest, 0, lowbit::BitDepthMode::kDeclaredRange},
      "vpmaddubsw_vpmaddwd_vpaddd",
      "one_step_tile_step"},
+    // The bit-serial targets, requantized and declared.
+    {"L1R1",
+     {1, 1, lowbit::BitDepthRounding::kAuto, 1, lowbit::BitDepthMode::kRequantize},
+     "vpmaddubsw_vpaddw",
+     "narrow_tile_step_k128"},
+    {"L2R2",
+     {2, 2, lowbit::BitDepthRounding::kAuto, 1, lowbit::BitDepthMode::kRequantize},
+     "vpmaddubsw_vpaddw",
+     "narrow_tile_step_k128"},
+    {"declared_L1R1",
+     {1, 1, lowbit::BitDepthRounding::kNearest, 0, lowbit::BitDepthMode::kDeclaredRange},
+     "vpmaddubsw_vpaddw",
+     "narrow_tile_step_k128"},
+    {"declared_L2R2",
+     {2, 2, lowbit::BitDepthRounding::kNearest, 0, lowbit::BitDepthMode::kDeclaredRange},
+     "vpmaddubsw_vpaddw",
+     "narrow_tile_step_k128"},
 };
 
 // A lowbit setting of the suite, by its name in the cases (lowbit/<name>/...): a kernel alone
