@@ -63,7 +63,18 @@ std::vector<Case> OversubscribedCases() {
   return cases;
 }
 
-// The narrow settings run on the shapes of their targets only.
+// The narrow settings run on the shapes of their targets only; 8-bit prepacked weights on the
+// 4-bit weights' shapes too.
+std::vector<Case> CasesOf(const LowbitSetting& setting) {
+  if (setting.narrow == &kFourBitWeights) return MemoryBoundCases();
+  if (setting.narrow != nullptr) return {{{1024, 1024, 1024}, 1}, {{256, 256, 256}, 1}};
+  std::vector<Case> cases = Cases();
+  if (setting.prepack) {
+    cases.insert(cases.end(), MemoryBoundCases().begin(), MemoryBoundCases().end());
+  }
+  return cases;
+}
+
 void RegisterLowbit() {
   for (const LowbitSetting& setting : LowbitSettings()) {
     RegisterCases(
@@ -72,8 +83,7 @@ void RegisterLowbit() {
           return SetUpLowbit(setting.kernel, setting.prepack, c,
                              setting.narrow != nullptr ? &setting.narrow->params : nullptr);
         },
-        setting.narrow != nullptr ? std::vector<Case>{{{1024, 1024, 1024}, 1}, {{256, 256, 256}, 1}}
-                                  : Cases());
+        CasesOf(setting));
   }
   const lowbit::Kernel best = lowbit::AvailableKernels().back();
   RegisterCases(

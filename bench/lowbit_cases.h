@@ -84,6 +84,19 @@ inline const BitDepthSetting kBitDepthSettings[] = {
      "narrow_tile_step_k128"},
 };
 
+// Prepacked weights declared 4-bit, against an 8-bit lhs: the memory-bound matrix-vector target.
+inline const BitDepthSetting kFourBitWeights = {
+    "R4",
+    {8, 4, lowbit::BitDepthRounding::kNearest, 0, lowbit::BitDepthMode::kDeclaredRange},
+    "vpmaddubsw_vpaddw",
+    "narrow_tile_step_k8"};
+
+// The shapes of the 4-bit weights' target, whose 8-bit weights (16 MiB) are beyond L2.
+inline const std::vector<Case>& MemoryBoundCases() {
+  static const std::vector<Case> cases = {{{1, 4096, 4096}, 1}, {{8, 4096, 4096}, 1}};
+  return cases;
+}
+
 // A lowbit setting of the suite, by its name in the cases (lowbit/<name>/...): a kernel alone
 // (<kernel>), with prepacked weights (<kernel>_prepacked), or narrow (<kernel>_<narrow name>).
 struct LowbitSetting {
@@ -100,6 +113,7 @@ inline std::vector<LowbitSetting> LowbitSettings() {
     const std::string name = lowbit::KernelName(kernel);
     settings.push_back({name, kernel, false, nullptr});
     settings.push_back({name + "_prepacked", kernel, true, nullptr});
+    settings.push_back({name + "_prepacked_R4", kernel, true, &kFourBitWeights});
     for (const BitDepthSetting& narrow : kBitDepthSettings) {
       settings.push_back({name + "_" + narrow.name, kernel, false, &narrow});
     }
@@ -119,8 +133,12 @@ inline std::function<void()> SetUpLowbit(lowbit::Kernel kernel, bool prepack, co
   }
   const lowbit::MatrixMap<const std::uint8_t> rhs(problem->operands.rhs.data(), s.depth, s.cols,
                                                   lowbit::Order::kColMajor);
-  if (prepack)
+  if (prepack && bit_depth != nullptr) {
+    problem->prepacked_rhs =
+        std::make_unique<lowbit::PrepackedRhs>(&problem->context, rhs, *bit_depth);
+  } else if (prepack) {
     problem->prepacked_rhs = std::make_unique<lowbit::PrepackedRhs>(&problem->context, rhs);
+  }
   const lowbit::BitDepthParams narrow =
       bit_depth != nullptr ? *bit_depth : lowbit::BitDepthParams{};
   return [problem, s, rhs, narrow, bit_depth] {
@@ -131,7 +149,10 @@ inline std::function<void()> SetUpLowbit(lowbit::Kernel kernel, bool prepack, co
     const auto pipeline =
         std::make_tuple(lowbit::OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 15, 128},
                         lowbit::OutputStageSaturatingCastToUint8{});
-    if (bit_depth != nullptr) {
+    if (bit_depth != nullptr && problem->prepacked_rhs != nullptr) {
+      lowbit::GemmWithOutputPipeline(&problem->context, lhs, *problem->prepacked_rhs, &result, -128,
+                                     -128, pipeline, narrow);
+    } else if (bit_depth != nullptr) {
       lowbit::GemmWithOutputPipeline(&problem->context, lhs, rhs, &result, -128, -128, pipeline,
                                      narrow);
     } else if (problem->prepacked_rhs != nullptr) {

@@ -493,6 +493,32 @@ TEST_P(DeclaredRangeTest, ResultsAreExact) {
 INSTANTIATE_TEST_SUITE_P(Paths, DeclaredRangeTest, testing::ValuesIn(PathSettings({1, 3})),
                          PathSettingName);
 
+// Prepacked weights declared 4-bit, which AVX-512 VNNI stores two to a byte: multiplied as they
+// are by a short lhs, and unfolded chunk by chunk for one of more than kUnfoldRows rows.
+TEST_P(DeclaredRangeTest, FourBitWeightsForShortAndTallLhs) {
+  Context context;
+  Configure(&context, GetParam());
+  std::mt19937 random(13);
+  for (int rows : {1, 8, internal::kUnfoldRows, internal::kUnfoldRows + 1, 70}) {
+    const Shape shape{rows, 77, 70};
+    OwnedMatrix<std::uint8_t> lhs(shape.rows, shape.depth, Order::kRowMajor, 0, &random);
+    OwnedMatrix<std::int8_t> rhs(shape.depth, shape.cols, Order::kColMajor, 0, &random);
+    FillDeclared(&lhs, 8, &random);
+    FillDeclared(&rhs, 4, &random);
+    const BitDepthParams params{8, 4, BitDepthRounding::kAuto, 0, BitDepthMode::kDeclaredRange};
+    const auto exact = ReferenceAccumulators(lhs.const_map(), rhs.const_map(), -100, 5);
+    const PrepackedRhs prepacked(&context, rhs.const_map(), params);
+    OwnedMatrix<std::int32_t> acc(shape.rows, shape.cols, Order::kRowMajor, 0, &random);
+    Gemm(&context, lhs.const_map(), prepacked, &acc.map, -100, 5, params);
+    for (int r = 0; r < shape.rows; ++r) {
+      for (int c = 0; c < shape.cols; ++c) {
+        ASSERT_EQ(acc.map(r, c), exact[r * shape.cols + c])
+            << rows << " rows (" << r << ", " << c << ")";
+      }
+    }
+  }
+}
+
 // Every rejected BitDepthParams, declared range and prepacked mismatch, with the result
 // untouched.
 class BitDepthErrorTest : public testing::Test {

@@ -66,9 +66,7 @@ TEST(BitSerialKernelTest, GemmsOfOneBitOperandsRunThem) {
 // panel fill (70 rows: past a block of 32), depth tail, storage order, type and source offset.
 TEST(BitSerialKernelTest, PackersMatchThePortablePacker) {
   std::mt19937 random(3);
-  const auto uniform = [&](int, int, int min, int max) {
-    return std::uniform_int_distribution<int>(min, max)(random);
-  };
+  const auto uniform = Uniform(random);
   for (const BitSerial& bit_serial : BitSerialImplementations()) {
     const KernelFormat& format = bit_serial.implementation->format;
     for (bool lhs_side : {true, false}) {
@@ -136,11 +134,7 @@ TEST(BitSerialKernelTest, PortablePackerLayout) {
 // none set, mixed ends, and random values; depths around a word and long ones.
 TEST(BitSerialKernelTest, MicroKernelsAreExactForEveryBitDepthPair) {
   std::mt19937 random(11);
-  const auto lowest = [](int, int, int min, int) { return min; };
-  const auto highest = [](int, int, int, int max) { return max; };
-  const auto uniform = [&](int, int, int min, int max) {
-    return std::uniform_int_distribution<int>(min, max)(random);
-  };
+  const auto uniform = Uniform(random);
   for (const BitSerial& bit_serial : BitSerialImplementations()) {
     const KernelImplementation& implementation = *bit_serial.implementation;
     const KernelFormat& format = implementation.format;
@@ -150,13 +144,13 @@ TEST(BitSerialKernelTest, MicroKernelsAreExactForEveryBitDepthPair) {
       for (ElementType rhs_type : {ElementType::kUint8, ElementType::kInt8}) {
         for (int depth : {1, 31, 32, 33, 100, 2049}) {
           const NarrowMatrix lhs_low(format.lhs_rows, depth, Order::kRowMajor, lhs_type, lhs_bits,
-                                     lowest);
+                                     Lowest);
           const NarrowMatrix lhs_high(format.lhs_rows, depth, Order::kColMajor, lhs_type, lhs_bits,
-                                      highest);
+                                      Highest);
           const NarrowMatrix rhs_low(format.rhs_cols, depth, Order::kColMajor, rhs_type, rhs_bits,
-                                     lowest);
+                                     Lowest);
           const NarrowMatrix rhs_high(format.rhs_cols, depth, Order::kRowMajor, rhs_type, rhs_bits,
-                                      highest);
+                                      Highest);
           const NarrowMatrix lhs_random(format.lhs_rows, depth, Order::kColMajor, lhs_type,
                                         lhs_bits, uniform);
           const NarrowMatrix rhs_random(format.rhs_cols, depth, Order::kRowMajor, rhs_type,

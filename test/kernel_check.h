@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,15 @@ inline int MinValue(internal::ElementType type, int bits) {
 }
 inline int MaxValue(internal::ElementType type, int bits) {
   return type == internal::ElementType::kUint8 ? (1 << bits) - 1 : (1 << (bits - 1)) - 1;
+}
+
+// Picks for NarrowMatrix: every value at the bottom or the top of its range, or uniform over it.
+inline int Lowest(int, int, int min, int) { return min; }
+inline int Highest(int, int, int, int max) { return max; }
+inline auto Uniform(std::mt19937& random) {
+  return [&random](int, int, int min, int max) {
+    return std::uniform_int_distribution<int>(min, max)(random);
+  };
 }
 
 // A rows x cols matrix of `bits`-bit values; `pick` chooses each from [min, max].

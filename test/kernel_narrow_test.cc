@@ -112,9 +112,7 @@ TEST(NarrowKernelTest, PackingMatchesThePortablePacker) {
                 if (count < 1) continue;
                 for (int depth : {1, 3, 4, 5, 15, 16, 17, 33, 64, 67}) {
                   const int start = 2, depth_start = 5;
-                  const auto uniform = [&](int, int, int min, int max) {
-                    return std::uniform_int_distribution<int>(min, max)(random);
-                  };
+                  const auto uniform = Uniform(random);
                   const NarrowMatrix source(start + count + 1, depth_start + depth + 1, order,
                                             source_type, bits, uniform);
                   const std::size_t size = static_cast<std::size_t>((count + width - 1) / width) *
@@ -149,11 +147,7 @@ TEST(NarrowKernelTest, PackingMatchesThePortablePacker) {
 // depths around one run of int16 sums and beyond; then random values.
 TEST(NarrowKernelTest, MicroKernelsAreExactAtTheWorstCaseOfEveryBitDepthPair) {
   std::mt19937 random(11);
-  const auto lowest = [](int, int, int min, int) { return min; };
-  const auto highest = [](int, int, int, int max) { return max; };
-  const auto uniform = [&](int, int, int min, int max) {
-    return std::uniform_int_distribution<int>(min, max)(random);
-  };
+  const auto uniform = Uniform(random);
   for (Kernel kernel : NarrowKernels()) {
     for (int lhs_bits = 1; lhs_bits <= 8; ++lhs_bits) {
       for (int rhs_bits = 1; rhs_bits <= 8; ++rhs_bits) {
@@ -169,13 +163,13 @@ TEST(NarrowKernelTest, MicroKernelsAreExactAtTheWorstCaseOfEveryBitDepthPair) {
             for (int depth : {1, 5, run - 1, run, run + 1, 2 * run + 3}) {
               if (depth < 1) continue;
               const NarrowMatrix lhs_low(format.lhs_rows, depth, Order::kRowMajor, lhs_type,
-                                         lhs_bits, lowest);
+                                         lhs_bits, Lowest);
               const NarrowMatrix lhs_high(format.lhs_rows, depth, Order::kRowMajor, lhs_type,
-                                          lhs_bits, highest);
+                                          lhs_bits, Highest);
               const NarrowMatrix rhs_low(format.rhs_cols, depth, Order::kRowMajor, rhs_type,
-                                         rhs_bits, lowest);
+                                         rhs_bits, Lowest);
               const NarrowMatrix rhs_high(format.rhs_cols, depth, Order::kColMajor, rhs_type,
-                                          rhs_bits, highest);
+                                          rhs_bits, Highest);
               const NarrowMatrix lhs_random(format.lhs_rows, depth, Order::kColMajor, lhs_type,
                                             lhs_bits, uniform);
               const NarrowMatrix rhs_random(format.rhs_cols, depth, Order::kRowMajor, rhs_type,
@@ -228,9 +222,7 @@ TEST_P(NarrowGemmTest, MatchesTheReferenceForEveryBitDepthPair) {
         ++index;
         const ElementType lhs_type = index % 2 ? ElementType::kUint8 : ElementType::kInt8;
         const ElementType rhs_type = index % 3 ? ElementType::kInt8 : ElementType::kUint8;
-        const auto uniform = [&](int, int, int min, int max) {
-          return std::uniform_int_distribution<int>(min, max)(random);
-        };
+        const auto uniform = Uniform(random);
         const NarrowMatrix lhs(shape.rows, shape.depth,
                                index % 4 < 2 ? Order::kRowMajor : Order::kColMajor, lhs_type,
                                lhs_bits, uniform);

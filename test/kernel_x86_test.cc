@@ -114,6 +114,20 @@ void PackPortably(const MatrixView& source, const KernelFormat& format, internal
       }
       return;
     }
+    case internal::PackedType::kUint4Pairs: {
+      // Byte groups, each step's two halves (the tile's two rhs vectors) folded into nibbles.
+      const std::size_t bytes = 2 * PackedBytes(count, width, depth, format, type);
+      std::vector<std::uint8_t> groups(bytes);
+      internal::PackBytesPortable(source, internal::PackedType::kUint8, format, width, start, count,
+                                  depth_start, depth, groups.data(), sums);
+      const std::size_t half = 2 * static_cast<std::size_t>(width);
+      for (std::size_t step = 0; step < bytes; step += 2 * half) {
+        for (std::size_t j = 0; j < half; ++j) {
+          *packed++ = static_cast<std::uint8_t>(groups[step + j] | groups[step + half + j] << 4);
+        }
+      }
+      return;
+    }
     case internal::PackedType::kOneBitPlane:
     case internal::PackedType::kTwoBitPlanes:
       internal::PackBitPlanesPortable(source, type, width, start, count, depth_start, depth, packed,
@@ -165,6 +179,64 @@ void ExpectPackerMatchesPortablePacker(const std::string& name, const KernelForm
                 << (order == Order::kRowMajor ? " row-major" : " col-major")
                 << (type == ElementType::kInt8 ? " int8" : " uint8");
             ASSERT_EQ(sums, expected_sums) << name << " count " << count << " depth " << depth;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Prepacked weights of at most 4 bits, where a kernel stores them two to a byte: its packer
+// against the portable one, and its micro-kernel exact at the extremes of 8-bit lhs values and
+// 4-bit weights and on random ones.
+TEST(KernelX86Test, FourBitWeightsTwoToAByte) {
+  std::mt19937 random(5);
+  const auto uniform = Uniform(random);
+  for (Kernel kernel : X86Kernels()) {
+    const KernelImplementation& implementation =
+        internal::GetPrepackedRhsKernelImplementation(kernel, 8, 4, 1);
+    const KernelFormat& format = implementation.format;
+    if (format.rhs_type != internal::PackedType::kUint4Pairs) continue;
+    const std::string name = KernelName(kernel);
+    for (int lhs_rows : {2, 8}) {
+      EXPECT_EQ(&internal::GetPrepackedRhsKernelImplementation(kernel, 8, 4, lhs_rows),
+                &implementation)
+          << name << ": one layout for every lhs";
+    }
+    for (Order order : {Order::kRowMajor, Order::kColMajor}) {
+      for (ElementType type : {ElementType::kUint8, ElementType::kInt8}) {
+        for (int count : {1, 31, 32, 33, 70}) {
+          for (int depth : {1, 3, 4, 5, 64, 67, 259}) {
+            const NarrowMatrix source(count + 3, depth + 6, order, type, 4, uniform);
+            const std::size_t size =
+                PackedBytes(count, format.rhs_cols, depth, format, format.rhs_type);
+            std::vector<std::uint8_t> expected(size + 1, 77), packed(size + 1, 77);
+            std::vector<std::int32_t> expected_sums(count, 1000), sums(count, 1000);
+            PackPortably(source.view, format, format.rhs_type, format.rhs_cols, 2, count, 5, depth,
+                         expected.data(), expected_sums.data());
+            implementation.pack_rhs(source.view, 2, count, 5, depth, packed.data(), sums.data());
+            ASSERT_EQ(packed, expected) << name << " count " << count << " depth " << depth;
+            ASSERT_EQ(sums, expected_sums) << name << " count " << count << " depth " << depth;
+          }
+        }
+      }
+    }
+    for (ElementType lhs_type : {ElementType::kUint8, ElementType::kInt8}) {
+      for (ElementType rhs_type : {ElementType::kUint8, ElementType::kInt8}) {
+        for (int depth : {1, 3, 4, 5, 64, 1001}) {
+          const int rows = format.lhs_rows, cols = format.rhs_cols;
+          const NarrowMatrix lhs_low(rows, depth, Order::kRowMajor, lhs_type, 8, Lowest);
+          const NarrowMatrix lhs_high(rows, depth, Order::kColMajor, lhs_type, 8, Highest);
+          const NarrowMatrix lhs_random(rows, depth, Order::kRowMajor, lhs_type, 8, uniform);
+          const NarrowMatrix rhs_low(cols, depth, Order::kRowMajor, rhs_type, 4, Lowest);
+          const NarrowMatrix rhs_high(cols, depth, Order::kColMajor, rhs_type, 4, Highest);
+          const NarrowMatrix rhs_random(cols, depth, Order::kColMajor, rhs_type, 4, uniform);
+          for (int used_rows = 1; used_rows <= rows; ++used_rows) {
+            CheckMicroKernel(implementation, lhs_low, rhs_high, used_rows, name + " low x high");
+            CheckMicroKernel(implementation, lhs_high, rhs_low, used_rows, name + " high x low");
+            CheckMicroKernel(implementation, lhs_high, rhs_high, used_rows, name + " high x high");
+            CheckMicroKernel(implementation, lhs_random, rhs_random, used_rows, name + " random");
+            if (HasFatalFailure()) return;
           }
         }
       }

@@ -81,6 +81,9 @@ struct KernelEntry {
   // where BitSerialPays. Or null.
   const internal::KernelImplementation* (*bit_serial_implementation)(int lhs_bits,
                                                                      int rhs_bits) = nullptr;
+  // For prepacked weights of at most 4 bits, stored two to a byte, where no narrow kernel takes
+  // them. Or null.
+  const internal::KernelImplementation& (*uint4_weights_implementation)() = nullptr;
 };
 const KernelEntry kKernels[] = {
     {Kernel::kReference, &AlwaysSupported, &internal::ReferenceKernel, &internal::ReferenceKernel,
@@ -94,7 +97,8 @@ const KernelEntry kKernels[] = {
     // vpdpbusd multiplies full 8-bit values at the rate int16 narrow kernels would: the only
     // narrow ones are bit-serial.
     {Kernel::kAvx512Vnni, &HasAvx512Vnni, &internal::Avx512VnniKernel, &internal::Avx512VnniKernel,
-     nullptr, nullptr, &internal::WriteOutputAvx512, &Avx512BitSerialIfVpopcntdq},
+     nullptr, nullptr, &internal::WriteOutputAvx512, &Avx512BitSerialIfVpopcntdq,
+     &internal::Avx512VnniUint4PairsKernel},
 #endif
 #if defined(__aarch64__)
     {Kernel::kNeon, &HasNeon, &BestNeonKernel, &BestNeonKernel, nullptr,
@@ -227,6 +231,9 @@ const KernelImplementation& GetPrepackedRhsKernelImplementation(Kernel kernel, i
   const KernelEntry& entry = ResolvedEntry(kernel);
   const KernelImplementation* narrow = NarrowImplementation(entry, lhs_bits, rhs_bits);
   if (narrow != nullptr) return *narrow;
+  if (rhs_bits <= 4 && entry.uint4_weights_implementation != nullptr) {
+    return entry.uint4_weights_implementation();
+  }
   // Interleaved in one process on 1024x1024 prepacked weights, the nibble tile was 10% faster
   // than the quad tile for 2 lhs rows, and 4 to 10% slower for 3, 4, 5 and 8.
   constexpr int kMatrixVectorRows = 2;

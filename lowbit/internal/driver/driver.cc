@@ -81,6 +81,10 @@ struct GemmTask {
   OutputWriter output_writer;
   // kernel.direct_rhs where the rhs is read unpacked (RunGemm), else null.
   DirectRhsFunction direct_rhs;
+  // A prepacked rhs in another layout (KernelImplementation::unfold_rhs): each block's panels are
+  // unfolded into the worker's rhs block before use, and their prepacked type. Or null.
+  void (*unfold_rhs)(const void* packed, int panels, int padded_depth, void* out);
+  PackedType folded_type;
   // The task computes result^T = rhs^T * lhs^T: its rows are result columns.
   bool transposed;
   // The writer gets the offset terms as row and column parts (both offsets uniform).
@@ -142,7 +146,8 @@ struct GemmTask {
     const int acc_stride = AccumulatorStride(blocking.cols, format);
     const std::size_t lhs_panel_bytes = LhsPanelBytes();
     const std::size_t rhs_panel_bytes = RhsPanelBytes();
-    const int block_width = stream_rhs ? blocking.streamed_cols : blocking.cols;
+    const int block_width =
+        stream_rhs || unfold_rhs != nullptr ? blocking.streamed_cols : blocking.cols;
     for (int block_start = col_start; block_start < col_start + cols; block_start += block_width) {
       const int block_cols = std::min(block_width, col_start + cols - block_start);
       if (direct_rhs != nullptr) {
@@ -151,10 +156,17 @@ struct GemmTask {
         FinishBlock(scratch, row_start, rows, block_start, block_cols, acc_stride);
         continue;
       }
-      const char* packed_rhs =
-          stream_rhs ? scratch.rhs_block
-                     : shared.rhs_panels + (block_start / format.rhs_cols) * rhs_panel_bytes;
+      const int first_panel = block_start / format.rhs_cols;
+      const char* packed_rhs = stream_rhs || unfold_rhs != nullptr
+                                   ? scratch.rhs_block
+                                   : shared.rhs_panels + first_panel * rhs_panel_bytes;
       if (stream_rhs) PackRhsColumns(block_start, block_cols, scratch.rhs_block);
+      if (unfold_rhs != nullptr) {
+        const std::int64_t panel_values = static_cast<std::int64_t>(format.rhs_cols) * padded_depth;
+        unfold_rhs(shared.rhs_panels + first_panel * PackedBytes(folded_type, panel_values),
+                   (block_cols + format.rhs_cols - 1) / format.rhs_cols, padded_depth,
+                   scratch.rhs_block);
+      }
       if (depth == 0) {
         std::memset(scratch.acc, 0,
                     sizeof(std::int32_t) * RoundUp(rows, format.lhs_rows) * acc_stride);
@@ -352,10 +364,13 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   const Offsets& rhs_offset = transposed ? result_lhs_offset : result_rhs_offset;
   ContextState& state = context.state();
   const Kernel resolved_kernel = context.ResolvedKernel();
-  const KernelImplementation& kernel =
+  const KernelImplementation& chosen =
       packed_rhs != nullptr
           ? GetPrepackedRhsKernelImplementation(resolved_kernel, lhs.bits, rhs.bits, lhs.rows)
           : GetKernelImplementation(resolved_kernel, lhs.bits, rhs.bits);
+  const bool unfold =
+      packed_rhs != nullptr && chosen.unfold_rhs != nullptr && lhs.rows > kUnfoldRows;
+  const KernelImplementation& kernel = unfold ? chosen.unfolded() : chosen;
   const OutputWriter output_writer =
       target.program != nullptr ? OutputWriterFor(resolved_kernel) : nullptr;
   const KernelFormat& format = kernel.format;
@@ -389,7 +404,8 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   row_tasks = std::min(row_panels, (row_tasks + threads - 1) / threads * threads);
   // With a single row part, no two tasks share rhs columns: each packs its own, in cache.
   const bool stream_rhs = row_tasks == 1 && packed_rhs == nullptr;
-  const ScratchLayout layout(format, blocking, rows, cols, padded_depth, stream_rhs,
+  // Unfolded blocks go where streamed ones do.
+  const ScratchLayout layout(format, blocking, rows, cols, padded_depth, stream_rhs || unfold,
                              packed_rhs != nullptr);
   char* scratch = static_cast<char*>(state.Scratch(layout.Total(threads)));
   SharedScratch shared = layout.Shared(scratch);
@@ -414,6 +430,8 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
                 target,
                 output_writer,
                 direct ? kernel.direct_rhs : nullptr,
+                unfold ? chosen.unfold_rhs : nullptr,
+                chosen.format.rhs_type,
                 transposed,
                 separable_terms,
                 1};
@@ -429,8 +447,10 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
     task.chunk_start = chunk_start;
     task.chunk_cols = std::min(blocking.rhs_cols, cols - chunk_start);
     if (packed_rhs != nullptr) {
+      const std::int64_t panel_values = static_cast<std::int64_t>(format.rhs_cols) * padded_depth;
       task.shared.rhs_panels =
-          packed_rhs->data.get() + (chunk_start / format.rhs_cols) * task.RhsPanelBytes();
+          packed_rhs->data.get() +
+          (chunk_start / format.rhs_cols) * PackedBytes(chosen.format.rhs_type, panel_values);
       task.shared.rhs_col_sums = packed_rhs->col_sums.get() + chunk_start;
     }
     const bool pack_rhs = !stream_rhs && packed_rhs == nullptr;

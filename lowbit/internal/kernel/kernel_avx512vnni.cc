@@ -2,8 +2,10 @@
 // kernel_pairs_x86.h on zmm registers, 6 rows by 32 columns, where one vpdpbusd multiplies 4
 // depth values of unsigned rhs bytes by a signed lhs group and adds them to an int32 lane; and
 // the direct product of a short lhs with an rhs whose columns are adjacent, read unpacked.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 // <immintrin.h> through this header first: without GCC 12's false -Wuninitialized reports.
 #include "lowbit/fixedpoint/fixedpoint_avx512.h"
@@ -60,6 +62,61 @@ void PackRhsAvx512Vnni(const MatrixView& source, int start, int count, int depth
                        void* packed, std::int32_t* sums) {
   PackByteGroupsAvx512(source, kFormat.rhs_type, kFormat.rhs_cols, start, count, depth_start, depth,
                        packed, sums);
+}
+
+// Prepacked weights of at most 4 bits (PackedType::kUint4Pairs): a step of the tile's rhs panel,
+// 4 depth values of 32 columns (two vectors of 64 bytes in kUint8's layout), is stored in 64
+// bytes, byte j holding byte j of the first vector in its low nibble and byte j of the second in
+// its high one. A step then costs three instructions more and reads half the bytes, which is what
+// a product bound by reading its weights from memory gains.
+struct Uint4PairSteps {
+  static constexpr int kStepBytes = 64;
+  static void Load(const std::uint8_t* rhs, __m512i& low, __m512i& high) {
+    const __m512i pairs = _mm512_loadu_si512(rhs);
+    const __m512i nibble = _mm512_set1_epi8(0x0f);
+    low = _mm512_and_si512(pairs, nibble);
+    high = _mm512_and_si512(_mm512_srli_epi16(pairs, 4), nibble);
+  }
+};
+
+struct Uint4PairProducts : ByteDotProducts {
+  static constexpr PackedType kRhsType = PackedType::kUint4Pairs;
+};
+
+using Uint4PairTile = SixRowTile<Avx512Isa, Uint4PairProducts, Uint4PairSteps>;
+
+// The kUint8 panels back from kUint4Pairs ones: each step's 64 bytes into two vectors.
+void UnfoldUint4Pairs(const void* packed, int panels, int padded_depth, void* out) {
+  const auto* in = static_cast<const std::uint8_t*>(packed);
+  auto* bytes = static_cast<std::uint8_t*>(out);
+  const std::int64_t steps = static_cast<std::int64_t>(panels) * padded_depth / 4;
+  for (std::int64_t step = 0; step < steps; ++step) {
+    __m512i low, high;
+    Uint4PairSteps::Load(in + step * Uint4PairSteps::kStepBytes, low, high);
+    _mm512_storeu_si512(bytes + 2 * step * Uint4PairSteps::kStepBytes, low);
+    _mm512_storeu_si512(bytes + (2 * step + 1) * Uint4PairSteps::kStepBytes, high);
+  }
+}
+
+// Packs kUint8 byte groups a panel at a time, then folds each step's two vectors into one. Only
+// prepacking calls it, once per set of weights: the panel buffer is allocated here.
+void PackRhsUint4Pairs(const MatrixView& source, int start, int count, int depth_start, int depth,
+                       void* packed, std::int32_t* sums) {
+  constexpr int kWidth = kFormat.rhs_cols;
+  constexpr int kStep = 2 * Uint4PairSteps::kStepBytes;
+  std::vector<std::uint8_t> panel(static_cast<std::size_t>(kWidth) * RoundUp(depth, 4));
+  auto* out = static_cast<std::uint8_t*>(packed);
+  for (int first = 0; first < count; first += kWidth) {
+    PackByteGroupsAvx512(source, PackedType::kUint8, kWidth, start + first,
+                         std::min(kWidth, count - first), depth_start, depth, panel.data(),
+                         sums + first);
+    for (std::size_t step = 0; step < panel.size(); step += kStep) {
+      for (int j = 0; j < Uint4PairSteps::kStepBytes; ++j) {
+        *out++ = static_cast<std::uint8_t>(panel[step + j] |
+                                           panel[step + Uint4PairSteps::kStepBytes + j] << 4);
+      }
+    }
+  }
 }
 
 // The sum of the 16 lanes, wrapping. In vector lanes throughout: GCC's _mm512_reduce_add_epi32
@@ -167,6 +224,15 @@ const KernelImplementation& Avx512VnniKernel() {
   static const KernelImplementation implementation{Kernel::kAvx512Vnni, kFormat,
                                                    &PackLhsAvx512Vnni,  &PackRhsAvx512Vnni,
                                                    &Tile::MicroKernel,  &DirectRhsAvx512Vnni};
+  return implementation;
+}
+
+const KernelImplementation& Avx512VnniUint4PairsKernel() {
+  static const KernelImplementation implementation{
+      Kernel::kAvx512Vnni,         Uint4PairTile::kFormat,
+      &PackLhsAvx512Vnni,          &PackRhsUint4Pairs,
+      &Uint4PairTile::MicroKernel, nullptr,
+      &Avx512VnniKernel,           &UnfoldUint4Pairs};
   return implementation;
 }
 
