@@ -237,11 +237,11 @@ void RequantizeAcrossLines(const MatrixView& lines, std::uint16_t scale, std::ui
   for (int line = 0; line < count; ++line) line_sums[line] = static_cast<std::int32_t>(sums[line]);
 }
 
-// The run of the kernel's ISA: the context asked for it, and cpuinfo said the CPU has it (the
-// AVX-512 VNNI kernel runs only where AVX2 is there too).
+// The run of the kernel's ISA: the context asked for it, and cpuinfo said the CPU has it.
 RequantizeRunFunction RunFor(Kernel kernel) {
 #if defined(__x86_64__)
-  if (kernel == Kernel::kAvx2 || kernel == Kernel::kAvx512Vnni) return &RequantizeRunAvx2;
+  if (kernel == Kernel::kAvx512Vnni) return &RequantizeRunAvx512;
+  if (kernel == Kernel::kAvx2) return &RequantizeRunAvx2;
 #endif
   static_cast<void>(kernel);
   return &RequantizeRun;

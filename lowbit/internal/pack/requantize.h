@@ -1,7 +1,7 @@
 // The inner loop of the requantization pass, per ISA: one run of consecutive depth values of a
 // line. lowbit/internal/pack/requantize.cc has the baseline (SSE2 / NEON) run and picks the AVX2
-// one when the context runs the AVX2 kernel, so that both are exercised by the kernel sweeps of the
-// tests.
+// or AVX-512 one when the context runs the AVX2 or AVX-512 VNNI kernel, so that each is exercised
+// by the kernel sweeps of the tests.
 #ifndef LOWBIT_INTERNAL_PACK_REQUANTIZE_H_
 #define LOWBIT_INTERNAL_PACK_REQUANTIZE_H_
 
@@ -39,6 +39,10 @@ using RequantizeRunFunction = std::uint32_t (*)(const std::uint8_t* source,
 // Call only when cpuinfo reports AVX2.
 std::uint32_t RequantizeRunAvx2(const std::uint8_t* source, const std::uint8_t* offsets, int count,
                                 std::uint16_t scale, std::uint8_t flip, std::uint8_t* out);
+// Call only when cpuinfo reports AVX-512 F and BW (the AVX-512 VNNI kernel's CPUs).
+std::uint32_t RequantizeRunAvx512(const std::uint8_t* source, const std::uint8_t* offsets,
+                                  int count, std::uint16_t scale, std::uint8_t flip,
+                                  std::uint8_t* out);
 #endif
 
 }  // namespace internal
