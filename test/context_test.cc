@@ -3,6 +3,7 @@
 // holds no more threads than the work and the cores can use. Run under ThreadSanitizer too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <random>
@@ -151,6 +152,25 @@ TEST(ContextTest, AGemmInsideAGemmOnTheSameContextIsAnError) {
 
 // set_max_num_threads(1024) made a 256^3 GEMM take seconds: a pool of 1024 threads, each woken
 // for nothing. Threads beyond the cores or the work are never created.
+// Scratch holds only what the GEMM's path uses: the AVX-512 VNNI kernel reads the column-major
+// rhs of a 1-row GEMM where it lies, so no rhs block (512 KiB for this depth on a 2 MiB L2) is
+// reserved for it, only the lhs row, the accumulators and the offset terms.
+TEST(ContextTest, ADirectProductReservesNoRhsBlock) {
+  const std::vector<Kernel> kernels = AvailableKernels();
+  if (std::find(kernels.begin(), kernels.end(), Kernel::kAvx512Vnni) == kernels.end()) {
+    GTEST_SKIP() << "the direct product is the AVX-512 VNNI kernel's";
+  }
+  Context context;
+  context.set_kernel(Kernel::kAvx512Vnni);
+  context.set_max_num_threads(1);
+  std::mt19937 random(3);
+  OwnedMatrix<std::uint8_t> lhs(1, 1024, Order::kRowMajor, 0, &random);
+  OwnedMatrix<std::uint8_t> rhs(1024, 1024, Order::kColMajor, 0, &random);
+  OwnedMatrix<std::int32_t> acc(1, 1024, Order::kRowMajor, 0, &random);
+  Gemm(&context, lhs.const_map(), rhs.const_map(), &acc.map, 0, 0);
+  EXPECT_LT(context.state().ScratchBytes(), std::size_t{64} * 1024);
+}
+
 TEST(ContextTest, ThreadsBeyondTheCoresAndTheWorkAreNotCreated) {
   Context context;
   context.set_max_num_threads(1024);

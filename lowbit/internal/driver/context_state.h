@@ -46,6 +46,8 @@ class ContextState {
 
   // At least `bytes` of 64-byte aligned memory, valid until the next call.
   void* Scratch(std::size_t bytes) { return scratch_.Get(bytes); }
+  // The most any GEMM on the context has asked Scratch for.
+  std::size_t ScratchBytes() const { return scratch_.bytes(); }
 
   // The same, separate from Scratch: requantized operands live here while the GEMM on them
   // uses Scratch.
@@ -57,6 +59,7 @@ class ContextState {
   class GrowOnlyMemory {
    public:
     void* Get(std::size_t bytes);
+    std::size_t bytes() const { return bytes_; }
 
    private:
     struct FreeDeleter {

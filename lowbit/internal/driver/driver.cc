@@ -404,13 +404,6 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   row_tasks = std::min(row_panels, (row_tasks + threads - 1) / threads * threads);
   // With a single row part, no two tasks share rhs columns: each packs its own, in cache.
   const bool stream_rhs = row_tasks == 1 && packed_rhs == nullptr;
-  // Unfolded blocks go where streamed ones do.
-  const ScratchLayout layout(format, blocking, rows, cols, padded_depth, stream_rhs || unfold,
-                             packed_rhs != nullptr);
-  char* scratch = static_cast<char*>(state.Scratch(layout.Total(threads)));
-  SharedScratch shared = layout.Shared(scratch);
-  EffectiveOffsets(lhs_offset, PackedValueShift(format.lhs_type, lhs), rows, shared.lhs_offsets);
-  EffectiveOffsets(rhs_offset, PackedValueShift(format.rhs_type, rhs), cols, shared.rhs_offsets);
   const bool separable_terms =
       output_writer != nullptr && !lhs_offset.is_per_channel() && !rhs_offset.is_per_channel();
   // A short lhs against an rhs whose columns hold their depth values adjacent: the kernel reads
@@ -418,6 +411,16 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   // packing took 70% of the time, the tile 19%).
   const bool direct = kernel.direct_rhs != nullptr && stream_rhs && narrow == nullptr &&
                       rows <= kMaxDirectRhsRows && rhs.order == Order::kColMajor;
+  // Streamed and unfolded blocks go to each worker's rhs block; the direct product and a
+  // prepacked rhs read theirs where they lie.
+  const RhsMemory rhs_memory = (stream_rhs && !direct) || unfold     ? RhsMemory::kWorkerBlock
+                               : stream_rhs || packed_rhs != nullptr ? RhsMemory::kNone
+                                                                     : RhsMemory::kSharedChunk;
+  const ScratchLayout layout(format, blocking, rows, cols, padded_depth, rhs_memory);
+  char* scratch = static_cast<char*>(state.Scratch(layout.Total(threads)));
+  SharedScratch shared = layout.Shared(scratch);
+  EffectiveOffsets(lhs_offset, PackedValueShift(format.lhs_type, lhs), rows, shared.lhs_offsets);
+  EffectiveOffsets(rhs_offset, PackedValueShift(format.rhs_type, rhs), cols, shared.rhs_offsets);
   GemmTask task{kernel,
                 lhs,
                 Transposed(rhs),

@@ -48,9 +48,13 @@ struct WorkerScratch {
   char* rhs_block;
 };
 
-// Scratch memory: the shared packed rhs chunk (unless each task packs its own rhs blocks),
-// column sums and effective offsets, then one slot per worker for its packed lhs rows, row
-// sums, accumulator block and, when streaming, packed rhs block.
+// Where a GEMM's tiles read the rhs from: a chunk packed up front and shared, a block per worker
+// (packed or unfolded just before use), or where it lies (prepacked, or read unpacked).
+enum class RhsMemory { kSharedChunk, kWorkerBlock, kNone };
+
+// Scratch memory: the shared packed rhs chunk (for RhsMemory::kSharedChunk), column sums and
+// effective offsets, then one slot per worker for its packed lhs rows, row sums, accumulator
+// block and (for RhsMemory::kWorkerBlock) rhs block.
 struct ScratchLayout {
   std::size_t packed_rhs_bytes;
   std::size_t col_sums_bytes;
@@ -64,8 +68,8 @@ struct ScratchLayout {
   std::size_t rhs_block_bytes;
 
   ScratchLayout(const KernelFormat& format, const Blocking& blocking, int rows, int cols,
-                int padded_depth, bool stream_rhs, bool rhs_prepacked)
-      : packed_rhs_bytes(stream_rhs || rhs_prepacked
+                int padded_depth, RhsMemory rhs_memory)
+      : packed_rhs_bytes(rhs_memory != RhsMemory::kSharedChunk
                              ? 0
                              : AlignUp(PackedBytes(
                                    format.rhs_type,
@@ -80,7 +84,7 @@ struct ScratchLayout {
         col_parts_bytes(AlignUp(sizeof(std::int32_t) * blocking.cols)),
         acc_bytes(AlignUp(sizeof(std::int32_t) * blocking.rows *
                           AccumulatorStride(blocking.cols, format))),
-        rhs_block_bytes(stream_rhs
+        rhs_block_bytes(rhs_memory == RhsMemory::kWorkerBlock
                             ? AlignUp(PackedBytes(
                                   format.rhs_type,
                                   static_cast<std::int64_t>(blocking.streamed_cols) * padded_depth))
