@@ -33,17 +33,50 @@ std::uint32_t PlaneWord(__m256i values, int plane) {
       _mm256_movemask_epi8(_mm256_sll_epi16(values, _mm_cvtsi32_si128(7 - plane))));
 }
 
+// One step of TransposeBits for words k (in `low`) and k + j (in `high`): bits i + j of word k
+// and bits i of word k + j trade places, for the bits i that `mask` selects.
+template <int kDistance>
+void SwapBlocks(__m256i& low, __m256i& high, __m256i mask) {
+  const __m256i swapped =
+      _mm256_and_si256(_mm256_xor_si256(_mm256_srli_epi32(low, kDistance), high), mask);
+  low = _mm256_xor_si256(low, _mm256_slli_epi32(swapped, kDistance));
+  high = _mm256_xor_si256(high, swapped);
+}
+
+// The same step where words k and k + j share a vector: `Partner` brings each lane its pair's
+// word, and kHighLanes (a vpblendd mask) marks the lanes of words k + j.
+template <int kDistance, int kHighLanes, typename Partner>
+__m256i SwapBlocksWithin(__m256i words, __m256i mask, Partner partner) {
+  const __m256i swapped =
+      _mm256_and_si256(_mm256_xor_si256(_mm256_srli_epi32(words, kDistance), partner(words)), mask);
+  return _mm256_blend_epi32(_mm256_xor_si256(words, _mm256_slli_epi32(swapped, kDistance)),
+                            _mm256_xor_si256(words, partner(swapped)), kHighLanes);
+}
+
 // Transposes the 32 x 32 bit matrix `words` (bit i of word k is entry (k, i)) in place, by
-// swapping off-diagonal blocks of 16, 8, 4, 2 and 1 bits.
+// swapping off-diagonal blocks of 16, 8, 4, 2 and 1 bits: words 8 to a vector, the blocks of 16
+// and 8 between vectors, those of 4, 2 and 1 between lanes of one.
 void TransposeBits(std::uint32_t (&words)[32]) {
-  std::uint32_t mask = 0x0000FFFFu;
-  for (int j = 16; j != 0; j >>= 1, mask ^= mask << j) {
-    for (int k = 0; k < 32; k = (k + j + 1) & ~j) {
-      const std::uint32_t swapped = ((words[k] >> j) ^ words[k + j]) & mask;
-      words[k] ^= swapped << j;
-      words[k + j] ^= swapped;
-    }
+  __m256i v[4];
+  for (int r = 0; r < 4; ++r)
+    v[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + 8 * r));
+  const __m256i mask16 = _mm256_set1_epi32(0x0000FFFF);
+  SwapBlocks<16>(v[0], v[2], mask16);
+  SwapBlocks<16>(v[1], v[3], mask16);
+  const __m256i mask8 = _mm256_set1_epi32(0x00FF00FF);
+  SwapBlocks<8>(v[0], v[1], mask8);
+  SwapBlocks<8>(v[2], v[3], mask8);
+  const auto halves = [](__m256i x) { return _mm256_permute2x128_si256(x, x, 0x01); };
+  const auto pairs = [](__m256i x) { return _mm256_shuffle_epi32(x, _MM_SHUFFLE(1, 0, 3, 2)); };
+  const auto neighbours = [](__m256i x) {
+    return _mm256_shuffle_epi32(x, _MM_SHUFFLE(2, 3, 0, 1));
+  };
+  for (__m256i& vector : v) {
+    vector = SwapBlocksWithin<4, 0xF0>(vector, _mm256_set1_epi32(0x0F0F0F0F), halves);
+    vector = SwapBlocksWithin<2, 0xCC>(vector, _mm256_set1_epi32(0x33333333), pairs);
+    vector = SwapBlocksWithin<1, 0xAA>(vector, _mm256_set1_epi32(0x55555555), neighbours);
   }
+  for (int r = 0; r < 4; ++r) _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 8 * r), v[r]);
 }
 
 // Where the words of packed row `row` go: word (group, plane) of it is at
@@ -102,6 +135,9 @@ void PackBitPlanesAvx2(const MatrixView& source, PackedType type, int panel_widt
     const int rows = std::min(32, count - first_row);
     const std::uint32_t valid_rows = rows == 32 ? ~0u : (1u << rows) - 1;
     std::int32_t row_sums[32] = {};
+    // Where each row's words go, worked out once: a division per word cost more than the rest.
+    std::uint32_t* row_words[32];
+    for (int i = 0; i < rows; ++i) row_words[i] = words.Row(first_row + i);
     for (int group = 0; group < groups; ++group) {
       std::uint32_t across_rows[2][32] = {};
       const int valid = std::min(kBitPlaneGroup, depth - group * kBitPlaneGroup);
@@ -117,7 +153,7 @@ void PackBitPlanesAvx2(const MatrixView& source, PackedType type, int panel_widt
         TransposeBits(across_rows[plane]);
         for (int i = 0; i < rows; ++i) {
           const std::uint32_t word = across_rows[plane][i];
-          words.Row(first_row + i)[group * group_stride + plane * panel_width] = word;
+          row_words[i][group * group_stride + plane * panel_width] = word;
           row_sums[i] += __builtin_popcount(word) << plane;
         }
       }
