@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "lowbit/internal/kernel/kernel_bit_serial.h"
 #include "lowbit/internal/pack/pack.h"
@@ -104,11 +105,68 @@ struct BitSerialTile {
   }
 };
 
+// Bit `plane` of 32 packed values, one bit per value: vtst marks the bytes that have it, each
+// keeps its bit's weight within its group of 8, and three pairwise additions add the 8 weights of
+// each group into a byte of the word.
+std::uint32_t PlaneWord(uint8x16_t low, uint8x16_t high, int plane) {
+  const uint8x16_t weights = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+  const uint8x16_t bit = vdupq_n_u8(static_cast<std::uint8_t>(1 << plane));
+  uint8x16_t sums =
+      vpaddq_u8(vandq_u8(vtstq_u8(low, bit), weights), vandq_u8(vtstq_u8(high, bit), weights));
+  sums = vpaddq_u8(sums, sums);
+  sums = vpaddq_u8(sums, sums);
+  return vgetq_lane_u32(vreinterpretq_u32_u8(sums), 0);
+}
+
+// A BitPlanePacker: sources whose rows hold their depth values adjacent (a row-major lhs, a
+// column-major rhs) 32 values a step, others through the portable packer.
+void PackBitPlanesNeon(const MatrixView& source, PackedType type, int panel_width, int start,
+                       int count, int depth_start, int depth, void* packed, std::int32_t* sums) {
+  if (source.order != Order::kRowMajor) {
+    PackBitPlanesPortable(source, type, panel_width, start, count, depth_start, depth, packed,
+                          sums);
+    return;
+  }
+  const int planes = BitPlanes(type);
+  const int padded_depth = RoundUp(depth, kBitPlaneGroup);
+  auto* out = static_cast<std::uint32_t*>(packed);
+  // Rows past `count` in the last panel stay zero.
+  std::memset(
+      packed, 0,
+      PackedBytes(type, static_cast<std::int64_t>(RoundUp(count, panel_width)) * padded_depth));
+  const uint8x16_t shift = vdupq_n_u8(static_cast<std::uint8_t>(PackedValueShift(type, source)));
+  const std::ptrdiff_t panel_words =
+      static_cast<std::ptrdiff_t>(panel_width) * planes * (padded_depth / kBitPlaneGroup);
+  for (int row = 0; row < count; ++row) {
+    const auto* values = static_cast<const std::uint8_t*>(source.data) +
+                         (start + row) * static_cast<std::ptrdiff_t>(source.stride) + depth_start;
+    std::uint32_t* row_out = out + (row / panel_width) * panel_words + row % panel_width;
+    std::int32_t sum = 0;
+    for (int group = 0; group * kBitPlaneGroup < depth; ++group) {
+      const int valid = std::min(kBitPlaneGroup, depth - group * kBitPlaneGroup);
+      alignas(16) std::uint8_t buffer[kBitPlaneGroup] = {};
+      const std::uint8_t* group_values = values + group * kBitPlaneGroup;
+      if (valid < kBitPlaneGroup) {
+        std::memcpy(buffer, group_values, valid);
+        group_values = buffer;
+      }
+      const uint8x16_t low = vsubq_u8(vld1q_u8(group_values), shift);
+      const uint8x16_t high = vsubq_u8(vld1q_u8(group_values + 16), shift);
+      const std::uint32_t valid_bits = valid == 32 ? ~0u : (1u << valid) - 1;
+      for (int plane = 0; plane < planes; ++plane) {
+        const std::uint32_t word = PlaneWord(low, high, plane) & valid_bits;
+        row_out[(group * planes + plane) * panel_width] = word;
+        sum += __builtin_popcount(word) << plane;
+      }
+    }
+    sums[row] += sum;
+  }
+}
+
 }  // namespace
 
 const KernelImplementation* NeonBitSerialKernel(int lhs_bits, int rhs_bits) {
-  return BitSerialKernelFor<BitSerialTile, Kernel::kNeon, &PackBitPlanesPortable>(lhs_bits,
-                                                                                  rhs_bits);
+  return BitSerialKernelFor<BitSerialTile, Kernel::kNeon, &PackBitPlanesNeon>(lhs_bits, rhs_bits);
 }
 
 }  // namespace internal
