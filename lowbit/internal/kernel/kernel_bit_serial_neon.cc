@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "lowbit/internal/kernel/kernel_bit_serial.h"
 #include "lowbit/internal/pack/pack.h"
+#include "lowbit/internal/pack/pack_bit_planes.h"
 
 namespace lowbit {
 namespace internal {
@@ -118,6 +118,17 @@ std::uint32_t PlaneWord(uint8x16_t low, uint8x16_t high, int plane) {
   return vgetq_lane_u32(vreinterpretq_u32_u8(sums), 0);
 }
 
+// Values and plane words for PackBitPlanesAlongDepth.
+struct NeonPlanes {
+  uint8x16_t shift;
+  uint8x16x2_t Load(const std::uint8_t* values) const {
+    return {vsubq_u8(vld1q_u8(values), shift), vsubq_u8(vld1q_u8(values + 16), shift)};
+  }
+  std::uint32_t Word(uint8x16x2_t values, int plane) const {
+    return PlaneWord(values.val[0], values.val[1], plane);
+  }
+};
+
 // A BitPlanePacker: sources whose rows hold their depth values adjacent (a row-major lhs, a
 // column-major rhs) 32 values a step, others through the portable packer.
 void PackBitPlanesNeon(const MatrixView& source, PackedType type, int panel_width, int start,
@@ -127,40 +138,9 @@ void PackBitPlanesNeon(const MatrixView& source, PackedType type, int panel_widt
                           sums);
     return;
   }
-  const int planes = BitPlanes(type);
-  const int padded_depth = RoundUp(depth, kBitPlaneGroup);
-  auto* out = static_cast<std::uint32_t*>(packed);
-  // Rows past `count` in the last panel stay zero.
-  std::memset(
-      packed, 0,
-      PackedBytes(type, static_cast<std::int64_t>(RoundUp(count, panel_width)) * padded_depth));
-  const uint8x16_t shift = vdupq_n_u8(static_cast<std::uint8_t>(PackedValueShift(type, source)));
-  const std::ptrdiff_t panel_words =
-      static_cast<std::ptrdiff_t>(panel_width) * planes * (padded_depth / kBitPlaneGroup);
-  for (int row = 0; row < count; ++row) {
-    const auto* values = static_cast<const std::uint8_t*>(source.data) +
-                         (start + row) * static_cast<std::ptrdiff_t>(source.stride) + depth_start;
-    std::uint32_t* row_out = out + (row / panel_width) * panel_words + row % panel_width;
-    std::int32_t sum = 0;
-    for (int group = 0; group * kBitPlaneGroup < depth; ++group) {
-      const int valid = std::min(kBitPlaneGroup, depth - group * kBitPlaneGroup);
-      alignas(16) std::uint8_t buffer[kBitPlaneGroup] = {};
-      const std::uint8_t* group_values = values + group * kBitPlaneGroup;
-      if (valid < kBitPlaneGroup) {
-        std::memcpy(buffer, group_values, valid);
-        group_values = buffer;
-      }
-      const uint8x16_t low = vsubq_u8(vld1q_u8(group_values), shift);
-      const uint8x16_t high = vsubq_u8(vld1q_u8(group_values + 16), shift);
-      const std::uint32_t valid_bits = valid == 32 ? ~0u : (1u << valid) - 1;
-      for (int plane = 0; plane < planes; ++plane) {
-        const std::uint32_t word = PlaneWord(low, high, plane) & valid_bits;
-        row_out[(group * planes + plane) * panel_width] = word;
-        sum += __builtin_popcount(word) << plane;
-      }
-    }
-    sums[row] += sum;
-  }
+  const BitPlaneRows words = BitPlaneRows::Cleared(type, panel_width, count, depth, packed);
+  const NeonPlanes planes{vdupq_n_u8(static_cast<std::uint8_t>(PackedValueShift(type, source)))};
+  PackBitPlanesAlongDepth(source, words, planes, start, count, depth_start, depth, sums);
 }
 
 }  // namespace

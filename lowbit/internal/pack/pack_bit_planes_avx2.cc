@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "lowbit/internal/pack/pack_bit_planes.h"
 #include "lowbit/internal/pack/pack_x86.h"
 
 namespace lowbit {
@@ -79,56 +80,29 @@ void TransposeBits(std::uint32_t (&words)[32]) {
   for (int r = 0; r < 4; ++r) _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 8 * r), v[r]);
 }
 
-// Where the words of packed row `row` go: word (group, plane) of it is at
-// out[group * planes * panel_width + plane * panel_width].
-struct PanelWords {
-  std::uint32_t* out;
-  int planes;
-  int panel_width;
-  int padded_depth;
-  std::uint32_t* Row(int row) const {
-    const int panel = row / panel_width;
-    return out + static_cast<std::ptrdiff_t>(panel) * panel_width * planes * (padded_depth / 32) +
-           row % panel_width;
-  }
+// Values and plane words for PackBitPlanesAlongDepth.
+struct Avx2Planes {
+  __m256i shift;
+  __m256i Load(const std::uint8_t* values) const { return LoadValues(values, 32, shift); }
+  std::uint32_t Word(__m256i values, int plane) const { return PlaneWord(values, plane); }
 };
 
 }  // namespace
 
 void PackBitPlanesAvx2(const MatrixView& source, PackedType type, int panel_width, int start,
                        int count, int depth_start, int depth, void* packed, std::int32_t* sums) {
-  const int planes = BitPlanes(type);
-  const int padded_depth = RoundUp(depth, kBitPlaneGroup);
-  const int groups = padded_depth / kBitPlaneGroup;
-  const PanelWords words{static_cast<std::uint32_t*>(packed), planes, panel_width, padded_depth};
-  // Rows past `count` in the last panel, and depth past `depth`, stay zero.
-  std::memset(
-      packed, 0,
-      PackedBytes(type, static_cast<std::int64_t>(RoundUp(count, panel_width)) * padded_depth));
+  const BitPlaneRows words = BitPlaneRows::Cleared(type, panel_width, count, depth, packed);
   const __m256i shift = _mm256_set1_epi8(static_cast<char>(PackedValueShift(type, source)));
+  if (source.order == Order::kRowMajor) {
+    PackBitPlanesAlongDepth(source, words, Avx2Planes{shift}, start, count, depth_start, depth,
+                            sums);
+    return;
+  }
+  const int planes = words.planes;
+  const int groups = words.padded_depth / kBitPlaneGroup;
   const auto* data = static_cast<const std::uint8_t*>(source.data);
   const std::ptrdiff_t stride = source.stride;
   const int group_stride = planes * panel_width;
-  if (source.order == Order::kRowMajor) {
-    // Each row's depth values are adjacent: 32 of them make a word of each plane.
-    for (int row = 0; row < count; ++row) {
-      const std::uint8_t* values = data + (start + row) * stride + depth_start;
-      std::uint32_t* out = words.Row(row);
-      std::int32_t sum = 0;
-      for (int group = 0; group < groups; ++group) {
-        const int valid = std::min(kBitPlaneGroup, depth - group * kBitPlaneGroup);
-        const __m256i packed_values = LoadValues(values + group * kBitPlaneGroup, valid, shift);
-        const std::uint32_t valid_bits = valid == 32 ? ~0u : (1u << valid) - 1;
-        for (int plane = 0; plane < planes; ++plane) {
-          const std::uint32_t word = PlaneWord(packed_values, plane) & valid_bits;
-          out[group * group_stride + plane * panel_width] = word;
-          sum += __builtin_popcount(word) << plane;
-        }
-      }
-      sums[row] += sum;
-    }
-    return;
-  }
   // Rows are adjacent: a load takes one depth value of 32 rows, which makes a word across rows;
   // 32 of those, transposed, are the 32 rows' words.
   for (int first_row = 0; first_row < count; first_row += 32) {
