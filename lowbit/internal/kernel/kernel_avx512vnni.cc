@@ -89,7 +89,7 @@ using Uint4PairTile = SixRowTile<Avx512Isa, Uint4PairProducts, Uint4PairSteps>;
 void UnfoldUint4Pairs(const void* packed, int panels, int padded_depth, void* out) {
   const auto* in = static_cast<const std::uint8_t*>(packed);
   auto* bytes = static_cast<std::uint8_t*>(out);
-  const std::int64_t steps = static_cast<std::int64_t>(panels) * padded_depth / 4;
+  const std::int64_t steps = static_cast<std::int64_t>(panels) * padded_depth / kFormat.depth_group;
   for (std::int64_t step = 0; step < steps; ++step) {
     __m512i low, high;
     Uint4PairSteps::Load(in + step * Uint4PairSteps::kStepBytes, low, high);
@@ -104,7 +104,8 @@ void PackRhsUint4Pairs(const MatrixView& source, int start, int count, int depth
                        void* packed, std::int32_t* sums) {
   constexpr int kWidth = kFormat.rhs_cols;
   constexpr int kStep = 2 * Uint4PairSteps::kStepBytes;
-  std::vector<std::uint8_t> panel(static_cast<std::size_t>(kWidth) * RoundUp(depth, 4));
+  std::vector<std::uint8_t> panel(static_cast<std::size_t>(kWidth) *
+                                  RoundUp(depth, kFormat.depth_group));
   auto* out = static_cast<std::uint8_t*>(packed);
   for (int first = 0; first < count; first += kWidth) {
     PackByteGroupsAvx512(source, PackedType::kUint8, kWidth, start + first,

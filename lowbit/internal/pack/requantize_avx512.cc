@@ -34,7 +34,7 @@ std::uint32_t RequantizeRunAvx512(const std::uint8_t* source, const std::uint8_t
     _mm512_storeu_si512(out + k, requantized);
     sums = _mm512_add_epi64(sums, _mm512_sad_epu8(requantized, zero));
   }
-  // Four 64-bit lane sums of at most 8 x 255 a step each: the 64-bit sum cannot wrap.
+  // Eight 64-bit lane sums of at most 8 x 255 a step each: the 64-bit sum cannot wrap.
   const __m256i quarters =
       _mm256_add_epi64(_mm512_castsi512_si256(sums), _mm512_extracti64x4_epi64(sums, 1));
   const __m128i halves =
