@@ -28,7 +28,10 @@ lowbit_bench::SummaryReporter::Ceilings Avx2Ceilings() {
   ceilings.arithmetic["avx2"] = "vpmaddwd_vpaddd";
   ceilings.tile_step["avx2"] = "pair_tile_step";
   for (const LowbitSetting& setting : LowbitSettings()) {
-    if (setting.kernel != lowbit::Kernel::kAvx2 || setting.narrow == nullptr) continue;
+    if (setting.kernel != lowbit::Kernel::kAvx2 || setting.narrow == nullptr ||
+        setting.narrow->ceiling == nullptr) {
+      continue;
+    }
     ceilings.arithmetic[setting.name] = setting.narrow->ceiling;
     ceilings.tile_step[setting.name] = setting.narrow->tile_step;
   }
