@@ -144,18 +144,22 @@ inline Avx512Int32x16 SaturatingRoundingDoublingHighMul(Avx512Int32x16 a, Avx512
 /// The scale in one rounding, floor((p + 2^30 + (2^(e-1) - s) * 2^31) / 2^(31+e)) for the product
 /// p = x * multiplier, s = 1 where p is negative: fixedpoint_avx2.h derives it. AVX-512 shifts
 /// 64-bit lanes arithmetically, so the sums need no bias; the negative products' smaller nudge is
-/// a masked subtraction.
+/// a masked subtraction. The odd lanes' quotients are left in the high halves of their 64-bit
+/// lanes, where the odd lanes are: a shift by e - 1 puts floor(n / 2^(31+e)) there, one shift
+/// instead of two. Shifts run on one port of two for 512-bit vectors, so their odd operands are
+/// moved into place by vpshufd, which runs on the other.
 template <>
 class QuantizeDownScale<Avx512Int32x16> {
  public:
   QuantizeDownScale(Avx512Int32x16 multiplier, int exponent, Avx512Int32x16 offset)
       : even_multiplier_(multiplier.v),
-        odd_multiplier_(_mm512_srli_epi64(multiplier.v, 32)),
+        odd_multiplier_(OddToEven(multiplier.v)),
         exponent_(exponent),
         offset_(offset.v) {
     if (exponent == 0) return;
     nudge_ = _mm512_set1_epi64(detail::OneRoundingNudge(exponent));
-    shift_ = _mm_cvtsi32_si128(31 + exponent);
+    even_shift_ = _mm512_set1_epi64(31 + exponent);
+    odd_shift_ = _mm512_set1_epi64(exponent - 1);
   }
 
   Avx512Int32x16 operator()(Avx512Int32x16 x) const {
@@ -163,28 +167,31 @@ class QuantizeDownScale<Avx512Int32x16> {
       return Add(SaturatingRoundingDoublingHighMul(x, Avx512Int32x16{even_multiplier_}),
                  Avx512Int32x16{offset_});
     }
-    const auto quotient = [&](__m512i product) {
+    const auto shifted = [&](__m512i product, __m512i shift) {
       const __mmask8 negative = _mm512_cmplt_epi64_mask(product, _mm512_setzero_si512());
       const __m512i nudged = _mm512_add_epi64(product, nudge_);
-      return _mm512_sra_epi64(
+      return _mm512_srav_epi64(
           _mm512_mask_sub_epi64(nudged, negative, nudged, _mm512_set1_epi64(std::int64_t{1} << 31)),
-          shift_);
+          shift);
     };
-    const __m512i even = quotient(_mm512_mul_epi32(x.v, even_multiplier_));
-    const __m512i odd = quotient(_mm512_mul_epi32(_mm512_srli_epi64(x.v, 32), odd_multiplier_));
-    // Each quotient fits the low half of its 64-bit lane.
-    const __m512i quotients =
-        _mm512_mask_blend_epi32(detail::kOddLanes, even, _mm512_slli_epi64(odd, 32));
-    return {_mm512_add_epi32(quotients, offset_)};
+    // Each quotient fits 32 bits: the even ones are the low halves of their lanes, the odd ones
+    // the high halves.
+    const __m512i even = shifted(_mm512_mul_epi32(x.v, even_multiplier_), even_shift_);
+    const __m512i odd = shifted(_mm512_mul_epi32(OddToEven(x.v), odd_multiplier_), odd_shift_);
+    return {_mm512_add_epi32(_mm512_mask_blend_epi32(detail::kOddLanes, even, odd), offset_)};
   }
 
  private:
+  // Each 64-bit lane's odd int32 lane copied into its even one, where vpmuldq reads it.
+  static __m512i OddToEven(__m512i v) { return _mm512_shuffle_epi32(v, _MM_PERM_DDBB); }
+
   __m512i even_multiplier_;
   __m512i odd_multiplier_;  // in the low halves of the 64-bit lanes
   int exponent_;
   __m512i offset_;
   __m512i nudge_ = _mm512_setzero_si512();
-  __m128i shift_ = _mm_setzero_si128();
+  __m512i even_shift_ = _mm512_setzero_si512();
+  __m512i odd_shift_ = _mm512_setzero_si512();
 };
 
 }  // namespace fixedpoint

@@ -282,9 +282,12 @@ struct LineInstruction {
       for (int j = 0; j < kBatch; ++j) v[j] = fixedpoint::Add(v[j], lanes(first, j));
     } else if constexpr (kOpcode == OutputOpcode::kScaleByFixedPoint) {
       if (kUniformScale || (first.along == nullptr && second.along == nullptr)) {
-        for (int j = 0; j < kBatch; ++j) {
-          v[j] = scale(fixedpoint::ShiftLeft(v[j], scale_left_shift));
+        // Most scales have no left shift; skipping it spares the shift port, which the scale's
+        // own shifts keep busy.
+        if (scale_left_shift != 0) {
+          for (int j = 0; j < kBatch; ++j) v[j] = fixedpoint::ShiftLeft(v[j], scale_left_shift);
         }
+        for (int j = 0; j < kBatch; ++j) v[j] = scale(v[j]);
         return;
       }
       if (second.along == nullptr) {
