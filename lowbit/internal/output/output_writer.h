@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <type_traits>
 
 #include "lowbit/fixedpoint/fixedpoint.h"
@@ -112,7 +113,8 @@ class Writer {
         size_(ElementSize(type)),
         count_(program.count) {
     for (int k = 0; k < count_; ++k) {
-      instructions_[k] = LineInstruction<Isa>::For(program.instructions[k]);
+      new (&instructions_[k].value)
+          LineInstruction<Isa>(LineInstruction<Isa>::For(program.instructions[k]));
     }
     switch (type) {
       case ElementType::kUint8:
@@ -297,7 +299,7 @@ class Writer {
   void WriteShapeLines(const std::int32_t* sums, std::ptrdiff_t line_step, int first_line,
                        int end_line, int first, int end) {
     for (int k = 0; k < count_; ++k) {
-      if (instructions_[k].ScaleVariesAlong(row_major_)) {
+      if (instructions_[k].value.ScaleVariesAlong(row_major_)) {
         return WriteLines<kType, false, Owed::kAny>(sums, line_step, first_line, end_line, first,
                                                     end);
       }
@@ -345,7 +347,7 @@ class Writer {
                                       kOpcodeList[kKnownCount - 1] == OutputOpcode::kClamp;
     const int count = count_;
     LineInstruction<Isa> known[kKnownCount + 1];
-    for (int k = 0; k < kKnownCount; ++k) known[k] = instructions_[k];
+    for (int k = 0; k < kKnownCount; ++k) known[k] = instructions_[k].value;
     // All of the program, or all but a last clamp left to the saturating store.
     const auto run = [&](auto& vectors, int entry, int lanes, bool but_last_clamp) {
       if constexpr (kKnown) {
@@ -355,7 +357,7 @@ class Writer {
           ++k),
          ...);
       } else {
-        for (int k = 0; k < count; ++k) instructions_[k].Run(vectors, entry, lanes);
+        for (int k = 0; k < count; ++k) instructions_[k].value.Run(vectors, entry, lanes);
       }
     };
     for (int line = first_line; line < end_line; ++line, sums += line_step) {
@@ -377,7 +379,9 @@ class Writer {
       if constexpr (kKnown) {
         for (int k = 0; k < kKnownCount; ++k) known[k].ForLine(at.row, at.col, row_major_);
       } else {
-        for (int k = 0; k < count; ++k) instructions_[k].ForLine(at.row, at.col, row_major_);
+        for (int k = 0; k < count; ++k) {
+          instructions_[k].value.ForLine(at.row, at.col, row_major_);
+        }
       }
       const std::int32_t* line_sums = sums;
       int entry = first;
@@ -437,7 +441,16 @@ class Writer {
   const bool row_major_;
   const int size_;
   const int count_;
-  LineInstruction<Isa> instructions_[OutputProgram::kMaxInstructions];
+  // Storage for the program's count_ instructions, constructed in the constructor; the rest stay
+  // raw. A LineInstruction holds a kilobyte of vectors: default-constructing all
+  // kMaxInstructions of them took a tenth of a 64 x 64 x 64 GEMM.
+  union UnconstructedInstruction {
+    UnconstructedInstruction() {}
+    LineInstruction<Isa> value;
+  };
+  static_assert(std::is_trivially_destructible<LineInstruction<Isa>>::value,
+                "instructions are never destroyed");
+  UnconstructedInstruction instructions_[OutputProgram::kMaxInstructions];
   LinesLoop write_lines_;
 };
 
