@@ -200,6 +200,15 @@ inline bool SameRhsLayout(const KernelFormat& a, const KernelFormat& b) {
 
 inline int RoundUp(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
 
+// A register tile touches its accumulator rows (each `cols` int32 wide, acc_stride apart) only
+// after its depth loop: it asks for them before, so that they arrive while the loop runs.
+inline void PrefetchAccumulatorRows(const std::int32_t* acc, int acc_stride, int rows, int cols) {
+  for (int i = 0; i < rows; ++i) {
+    __builtin_prefetch(acc + i * acc_stride);
+    __builtin_prefetch(acc + i * acc_stride + cols - 1);
+  }
+}
+
 // Calls function(std::integral_constant<int, rows>()) for 1 <= rows <= kMaxRows <= 8: the
 // micro-kernels instantiate one loop per row count of a short last panel.
 template <int kMaxRows, typename Function>

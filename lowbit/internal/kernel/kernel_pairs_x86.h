@@ -45,24 +45,12 @@ struct TileRow {
 // every 32-bit lane), AddInt32, LoadInt32(const std::int32_t*), StoreInt32(std::int32_t*,
 // Vector), and Load(const void*).
 //
-// How a tile reads a step of its rhs panel: the kStepBytes bytes that make its two vectors.
-// These are the vectors themselves, 4 bytes a column.
-template <typename Isa>
-struct WholeRhsSteps {
-  using Vector = typename Isa::Vector;
-  static constexpr int kStepBytes = 4 * 2 * Isa::kInt32Lanes;
-  static void Load(const std::uint8_t* rhs, Vector& low, Vector& high) {
-    low = Isa::Load(rhs);
-    high = Isa::Load(rhs + 4 * Isa::kInt32Lanes);
-  }
-};
-
 // SixRowTile is the 6 x 2-vector tile over an arithmetic: each step, every row's 4-byte lhs group
 // is broadcast against both rhs vectors, and Products adds each pair of them to the int32 sums,
 // one per column. Products provides kDepth (depth values per step), kLhsType and kRhsType (the
 // packed types) and Add(sums, broadcast group, rhs vector). The lhs panel holds a row's group
-// after another's, 4 x 6 bytes a step; RhsSteps reads the rhs panel's kCols columns' groups.
-template <typename Isa, typename Products, typename RhsSteps = WholeRhsSteps<Isa>>
+// after another's, the rhs panel kCols columns' groups a step: 4 x 6 and 4 x kCols bytes a step.
+template <typename Isa, typename Products>
 struct SixRowTile {
   using Vector = typename Isa::Vector;
   using Row = TileRow<Isa>;
@@ -71,7 +59,7 @@ struct SixRowTile {
                                         Products::kRhsType};
   static constexpr int kGroupBytes = 4;
   static constexpr int kLhsStepBytes = kGroupBytes * kPairRows;
-  static constexpr int kRhsStepBytes = RhsSteps::kStepBytes;
+  static constexpr int kRhsStepBytes = kGroupBytes * kCols;
 
   static Row MultiplyRow(Row sums, const std::uint8_t* lhs_group, Vector rhs_low, Vector rhs_high) {
     const Vector group = Isa::BroadcastGroup(lhs_group);
@@ -84,8 +72,8 @@ struct SixRowTile {
                                                           const std::uint8_t* rhs, Row& row0,
                                                           Row& row1, Row& row2, Row& row3,
                                                           Row& row4, Row& row5) {
-    Vector rhs_low, rhs_high;
-    RhsSteps::Load(rhs, rhs_low, rhs_high);
+    const Vector rhs_low = Isa::Load(rhs);
+    const Vector rhs_high = Isa::Load(rhs + kGroupBytes * Isa::kInt32Lanes);
     row0 = MultiplyRow(row0, lhs, rhs_low, rhs_high);
     if (kUsedRows > 1) row1 = MultiplyRow(row1, lhs + kGroupBytes, rhs_low, rhs_high);
     if (kUsedRows > 2) row2 = MultiplyRow(row2, lhs + 2 * kGroupBytes, rhs_low, rhs_high);
@@ -102,11 +90,7 @@ struct SixRowTile {
   __attribute__((noinline)) static void Rows(const std::uint8_t* lhs, const std::uint8_t* rhs,
                                              int padded_depth, std::int32_t* acc, int acc_stride,
                                              bool accumulate) {
-    // The accumulator tile is touched only at the end: fetch it while the depth loop runs.
-    for (int i = 0; i < kUsedRows; ++i) {
-      _mm_prefetch(reinterpret_cast<const char*>(acc + i * acc_stride), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(acc + i * acc_stride + kCols - 1), _MM_HINT_T0);
-    }
+    PrefetchAccumulatorRows(acc, acc_stride, kUsedRows, kCols);
     // The lhs panel streams from L2 (the rhs panel sits in L1). The hardware prefetcher keeps up
     // with it: asking for it 8 steps ahead at every step made 256^3 and 1024^3 GEMMs 2 to 5%
     // slower (interleaved A/B runs), and the one-step narrow tile no faster. Only the one-row
