@@ -122,42 +122,50 @@ __attribute__((target("avx2"))) void RunOneStepTileSteps(std::int64_t steps) {
 }
 
 // The AVX-512 VNNI kernel's (kernel_avx512vnni.cc): vpdpbusd, 64 multiply-adds into its own
-// accumulator (zmm0-11) each, from zero operands (zmm14-15); and its tile's whole step, the
-// 6-row tile on two 64-byte rhs vectors (zmm12-13) and a broadcast lhs group per row.
+// accumulator (zmm0-23) each, from zero operands (zmm30-31): 24 chains, more than its latency
+// times its two ports, so that nothing but issue bounds it; and its tile's whole step, the
+// 8-row tile's 16 accumulators (zmm0-15) on two 64-byte rhs vectors (zmm16-17) and a broadcast
+// lhs group per row (zmm18).
 // clang-format off
 #define LOWBIT_DOT(lhs, rhs, acc) "vpdpbusd %%zmm" #lhs ", %%zmm" #rhs ", %%zmm" #acc "\n\t"
 #define LOWBIT_DOT_ROW(offset, even, odd)                       \
-  "vpbroadcastd " #offset "(%1), %%zmm14\n\t"                   \
-  LOWBIT_DOT(14, 12, even) LOWBIT_DOT(14, 13, odd)
+  "vpbroadcastd " #offset "(%1), %%zmm18\n\t"                   \
+  LOWBIT_DOT(18, 16, even) LOWBIT_DOT(18, 17, odd)
 // clang-format on
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void RunDotSteps(std::int64_t steps) {
   // clang-format off
-  asm volatile("vpxord %%zmm14, %%zmm14, %%zmm14\n\t"
-               "vpxord %%zmm15, %%zmm15, %%zmm15\n\t"
+  asm volatile("vpxord %%zmm30, %%zmm30, %%zmm30\n\t"
+               "vpxord %%zmm31, %%zmm31, %%zmm31\n\t"
                "1:\n\t"
-               LOWBIT_DOT(14, 15, 0) LOWBIT_DOT(14, 15, 1) LOWBIT_DOT(14, 15, 2)
-               LOWBIT_DOT(14, 15, 3) LOWBIT_DOT(14, 15, 4) LOWBIT_DOT(14, 15, 5)
-               LOWBIT_DOT(14, 15, 6) LOWBIT_DOT(14, 15, 7) LOWBIT_DOT(14, 15, 8)
-               LOWBIT_DOT(14, 15, 9) LOWBIT_DOT(14, 15, 10) LOWBIT_DOT(14, 15, 11)
+               LOWBIT_DOT(30, 31, 0) LOWBIT_DOT(30, 31, 1) LOWBIT_DOT(30, 31, 2)
+               LOWBIT_DOT(30, 31, 3) LOWBIT_DOT(30, 31, 4) LOWBIT_DOT(30, 31, 5)
+               LOWBIT_DOT(30, 31, 6) LOWBIT_DOT(30, 31, 7) LOWBIT_DOT(30, 31, 8)
+               LOWBIT_DOT(30, 31, 9) LOWBIT_DOT(30, 31, 10) LOWBIT_DOT(30, 31, 11)
+               LOWBIT_DOT(30, 31, 12) LOWBIT_DOT(30, 31, 13) LOWBIT_DOT(30, 31, 14)
+               LOWBIT_DOT(30, 31, 15) LOWBIT_DOT(30, 31, 16) LOWBIT_DOT(30, 31, 17)
+               LOWBIT_DOT(30, 31, 18) LOWBIT_DOT(30, 31, 19) LOWBIT_DOT(30, 31, 20)
+               LOWBIT_DOT(30, 31, 21) LOWBIT_DOT(30, 31, 22) LOWBIT_DOT(30, 31, 23)
                "dec %0\n\t"
                "jnz 1b\n\t"
                : "+r"(steps)
                :
-               : LOWBIT_CEILING_CLOBBERS);
+               : LOWBIT_CEILING_CLOBBERS, "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21",
+                 "xmm22", "xmm23", "xmm30", "xmm31");
   // clang-format on
 }
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void RunDotTileSteps(std::int64_t steps) {
   // clang-format off
   asm volatile("1:\n\t"
-               "vmovdqu64 (%1), %%zmm12\n\t"
-               "vmovdqu64 64(%1), %%zmm13\n\t"
+               "vmovdqu64 (%1), %%zmm16\n\t"
+               "vmovdqu64 64(%1), %%zmm17\n\t"
                LOWBIT_DOT_ROW(0, 0, 1) LOWBIT_DOT_ROW(4, 2, 3) LOWBIT_DOT_ROW(8, 4, 5)
                LOWBIT_DOT_ROW(12, 6, 7) LOWBIT_DOT_ROW(16, 8, 9) LOWBIT_DOT_ROW(20, 10, 11)
+               LOWBIT_DOT_ROW(24, 12, 13) LOWBIT_DOT_ROW(28, 14, 15)
                "dec %0\n\t"
                "jnz 1b\n\t"
                : "+r"(steps)
                : "r"(kTileOperands)
-               : LOWBIT_CEILING_CLOBBERS);
+               : LOWBIT_CEILING_CLOBBERS, "xmm16", "xmm17", "xmm18");
   // clang-format on
 }
 
@@ -269,8 +277,8 @@ const Registration registration([] {
       !__builtin_cpu_supports("avx512vnni")) {
     return;
   }
-  RegisterCeiling("vpdpbusd", 12 * 64, &RunDotSteps, {1, 2});
-  RegisterCeiling("dot_tile_step", 12 * 64, &RunDotTileSteps, {1, 2});
+  RegisterCeiling("vpdpbusd", 24 * 64, &RunDotSteps, {1, 2});
+  RegisterCeiling("dot_tile_step", 16 * 64, &RunDotTileSteps, {1, 2});
   if (__builtin_cpu_supports("avx512vpopcntdq")) {
     RegisterCeiling("vpandd_vpopcntd_vpaddd", 12 * 512, &RunPopcountSteps);
   }
