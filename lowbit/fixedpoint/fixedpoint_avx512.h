@@ -41,6 +41,10 @@ inline Avx512Int32x16 MaskFromBits(__mmask16 bits) {
   return {_mm512_maskz_mov_epi32(bits, _mm512_set1_epi32(-1))};
 }
 constexpr __mmask16 kOddLanes = 0xaaaa;
+/// Each 64-bit lane's odd int32 lane copied into its even one, where vpmuldq reads it. A vpshufd
+/// rather than a 64-bit shift: for 512-bit vectors shifts run on one port of two, and the
+/// multiplications that follow keep it busy.
+inline __m512i OddToEven(__m512i v) { return _mm512_shuffle_epi32(v, _MM_PERM_DDBB); }
 }  // namespace detail
 
 template <>
@@ -133,8 +137,8 @@ template <>
 inline Avx512Int32x16 SaturatingRoundingDoublingHighMul(Avx512Int32x16 a, Avx512Int32x16 b) {
   const __m512i nudge = _mm512_set1_epi64(std::int64_t{1} << 30);
   const __m512i even = _mm512_add_epi64(_mm512_mul_epi32(a.v, b.v), nudge);
-  const __m512i odd = _mm512_add_epi64(
-      _mm512_mul_epi32(_mm512_srli_epi64(a.v, 32), _mm512_srli_epi64(b.v, 32)), nudge);
+  const __m512i odd =
+      _mm512_add_epi64(_mm512_mul_epi32(detail::OddToEven(a.v), detail::OddToEven(b.v)), nudge);
   const __m512i result = _mm512_mask_blend_epi32(detail::kOddLanes, _mm512_srli_epi64(even, 31),
                                                  _mm512_slli_epi64(odd, 1));
   const __mmask16 overflow = _mm512_cmpeq_epi32_mask(result, _mm512_set1_epi32(INT32_MIN));
@@ -146,14 +150,13 @@ inline Avx512Int32x16 SaturatingRoundingDoublingHighMul(Avx512Int32x16 a, Avx512
 /// 64-bit lanes arithmetically, so the sums need no bias; the negative products' smaller nudge is
 /// a masked subtraction. The odd lanes' quotients are left in the high halves of their 64-bit
 /// lanes, where the odd lanes are: a shift by e - 1 puts floor(n / 2^(31+e)) there, one shift
-/// instead of two. Shifts run on one port of two for 512-bit vectors, so their odd operands are
-/// moved into place by vpshufd, which runs on the other.
+/// instead of two.
 template <>
 class QuantizeDownScale<Avx512Int32x16> {
  public:
   QuantizeDownScale(Avx512Int32x16 multiplier, int exponent, Avx512Int32x16 offset)
       : even_multiplier_(multiplier.v),
-        odd_multiplier_(OddToEven(multiplier.v)),
+        odd_multiplier_(detail::OddToEven(multiplier.v)),
         exponent_(exponent),
         offset_(offset.v) {
     if (exponent == 0) return;
@@ -177,14 +180,12 @@ class QuantizeDownScale<Avx512Int32x16> {
     // Each quotient fits 32 bits: the even ones are the low halves of their lanes, the odd ones
     // the high halves.
     const __m512i even = shifted(_mm512_mul_epi32(x.v, even_multiplier_), even_shift_);
-    const __m512i odd = shifted(_mm512_mul_epi32(OddToEven(x.v), odd_multiplier_), odd_shift_);
+    const __m512i odd =
+        shifted(_mm512_mul_epi32(detail::OddToEven(x.v), odd_multiplier_), odd_shift_);
     return {_mm512_add_epi32(_mm512_mask_blend_epi32(detail::kOddLanes, even, odd), offset_)};
   }
 
  private:
-  // Each 64-bit lane's odd int32 lane copied into its even one, where vpmuldq reads it.
-  static __m512i OddToEven(__m512i v) { return _mm512_shuffle_epi32(v, _MM_PERM_DDBB); }
-
   __m512i even_multiplier_;
   __m512i odd_multiplier_;  // in the low halves of the 64-bit lanes
   int exponent_;
