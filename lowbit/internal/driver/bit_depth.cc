@@ -255,7 +255,19 @@ void RunBitDepthGemm(Context& context, const MatrixView& lhs, const MatrixView& 
     rhs_a[c] = static_cast<double>(255 * (col_sums[c] - depth * rhs_centre) + depth * gb);
     rhs_b[c] = static_cast<double>(255 * gb);
   }
-  const Rescale rescale{{lhs_a, lhs_b}, {rhs_a, rhs_b}, static_cast<int>(lhs_scale * rhs_scale)};
+  Rescale rescale{{lhs_a, lhs_b}, {rhs_a, rhs_b}, static_cast<int>(lhs_scale * rhs_scale)};
+  // With PL and PR dividing 255, 255 a' / PL = f a' (f = 255 / PL) is an integer and the sum above
+  // over PL * PR is sum_k (f alpha + f ca + oa)(g beta + g cb + ob): the terms fold into offsets.
+  if (255 % lhs_scale == 0 && 255 % rhs_scale == 0 && !lhs_offset.is_per_channel() &&
+      !rhs_offset.is_per_channel()) {
+    const std::int64_t f = 255 / lhs_scale, g = 255 / rhs_scale;
+    rescale.lhs.exact_factor = static_cast<std::int32_t>(f);
+    rescale.lhs.exact_offset =
+        static_cast<std::int32_t>(f * lhs_centre + lhs_offset(0) - lhs_shift);
+    rescale.rhs.exact_factor = static_cast<std::int32_t>(g);
+    rescale.rhs.exact_offset =
+        static_cast<std::int32_t>(g * rhs_centre + rhs_offset(0) - rhs_shift);
+  }
   const NarrowOperands narrow{params.lhs_bits, params.rhs_bits, &rescale};
   RunGemm(context, requantized_lhs_view, requantized_rhs_view, packed_rhs,
           static_cast<std::int32_t>(-lhs_centre), static_cast<std::int32_t>(-rhs_centre), target,

@@ -66,6 +66,36 @@ void CopyLhsRows(const MatrixView& lhs, int row_start, int rows, PackedType type
   }
 }
 
+// The separable offset terms (both offsets uniform): row_parts[r] = row_factor * row_terms[r] +
+// row_addend and col_parts[c] = col_factor * col_sums[c] (unpack.h), owed by the raw sums times
+// sum_factor.
+struct SeparableFactors {
+  std::int32_t row_factor;
+  std::int32_t row_addend;
+  std::int32_t col_factor;
+  std::int32_t sum_factor;
+
+  // The plain terms of effective offsets a (lhs) and b (rhs).
+  static SeparableFactors Plain(std::int32_t a, std::int32_t b) { return {b, 0, a, 1}; }
+
+  // The terms of an exact rescale (RescaleLineTerms::exact_factor), lhs and rhs as the task sees
+  // them. Its sum_k (f u + P)(g v + Q) with u = lhs + a and v = rhs + b, and
+  // sum_k u v = raw + a * col_sums + b * row_terms (row_terms = sum_k u, col_sums = sum_k rhs),
+  // regroups to f g raw + (f g a + g P) col_sums + (f g b + f Q) row_terms + depth P (g b + Q).
+  // Wrapping int32 arithmetic: the result fits int32 (the depth guard), so the wrapped parts
+  // come back to it exactly.
+  static SeparableFactors Exact(const Rescale& rescale, std::int32_t a, std::int32_t b, int depth) {
+    const auto wrap = [](std::uint32_t value) { return static_cast<std::int32_t>(value); };
+    const auto f = static_cast<std::uint32_t>(rescale.lhs.exact_factor);
+    const auto g = static_cast<std::uint32_t>(rescale.rhs.exact_factor);
+    const auto p = static_cast<std::uint32_t>(rescale.lhs.exact_offset);
+    const auto q = static_cast<std::uint32_t>(rescale.rhs.exact_offset);
+    const auto ua = static_cast<std::uint32_t>(a), ub = static_cast<std::uint32_t>(b);
+    return {wrap(f * g * ub + f * q), wrap(static_cast<std::uint32_t>(depth) * p * (g * ub + q)),
+            wrap(f * g * ua + g * p), wrap(f * g)};
+  }
+};
+
 struct GemmTask {
   const KernelImplementation& kernel;
   const MatrixView& lhs;
@@ -89,6 +119,8 @@ struct GemmTask {
   bool transposed;
   // The writer gets the offset terms as row and column parts (both offsets uniform).
   bool separable_terms;
+  // The separable terms' factors (SeparableFactors).
+  SeparableFactors separable;
   int workers;
   // The context's state, whose GEMM the pool threads run (WorkerOfContext).
   const ContextState* context_state = nullptr;
@@ -213,9 +245,11 @@ struct GemmTask {
       // loads the block, then the rescale.
       OffsetTerms terms;
       if (separable_terms) {
-        ScaleTerms(lhs_offsets[0], col_sums, block_cols, scratch.col_parts);
-        terms = transposed ? OffsetTerms::Separable(scratch.col_parts, scratch.row_parts)
-                           : OffsetTerms::Separable(scratch.row_parts, scratch.col_parts);
+        ScaleTerms(separable.col_factor, col_sums, 0, block_cols, scratch.col_parts);
+        terms = transposed ? OffsetTerms::Separable(scratch.col_parts, scratch.row_parts,
+                                                    separable.sum_factor)
+                           : OffsetTerms::Separable(scratch.row_parts, scratch.col_parts,
+                                                    separable.sum_factor);
       } else {
         terms = transposed ? OffsetTerms{col_sums, lhs_offsets, rhs_offsets, scratch.row_sums}
                            : OffsetTerms{lhs_offsets, col_sums, scratch.row_sums, rhs_offsets};
@@ -258,7 +292,8 @@ struct GemmTask {
     }
     MakeRowTerms(shared.lhs_offsets + row_start, lhs.cols, rows, scratch.row_sums);
     if (separable_terms) {
-      ScaleTerms(shared.rhs_offsets[0], scratch.row_sums, rows, scratch.row_parts);
+      ScaleTerms(separable.row_factor, scratch.row_sums, separable.row_addend, rows,
+                 scratch.row_parts);
     }
     RunBlocks(scratch, row_start, rows, col_start, col_end - col_start);
   }
@@ -437,13 +472,22 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
                 chosen.format.rhs_type,
                 transposed,
                 separable_terms,
+                separable_terms
+                    ? SeparableFactors::Plain(shared.lhs_offsets[0], shared.rhs_offsets[0])
+                    : SeparableFactors{},
                 1};
   Rescale task_rescale;
   if (narrow != nullptr && narrow->rescale != nullptr) {
     task_rescale = *narrow->rescale;
     if (transposed) std::swap(task_rescale.lhs, task_rescale.rhs);
-    task.rescale = &task_rescale;
-    task.result_rescale = narrow->rescale;
+    if (separable_terms && task_rescale.lhs.exact_factor != 0) {
+      // No rounding to do: offset terms and a factor, in int32, instead of double arithmetic.
+      task.separable = SeparableFactors::Exact(task_rescale, shared.lhs_offsets[0],
+                                               shared.rhs_offsets[0], depth);
+    } else {
+      task.rescale = &task_rescale;
+      task.result_rescale = narrow->rescale;
+    }
   }
   task.context_state = &state;
   for (int chunk_start = 0; chunk_start < cols; chunk_start += blocking.rhs_cols) {

@@ -156,9 +156,18 @@ std::int64_t LargestSafeDepth(const MatrixView& lhs, const MatrixView& rhs,
 // Per-line factors of the rescale of a GEMM on requantized operands
 // (lowbit/internal/driver/bit_depth.cc): a[i] and b[i] for each lhs row or rhs column i, exact
 // integers held in doubles.
+//
+// When 2^N - 1 divides 255 on both sides (N = 1, 2, 4 or 8) and both offsets are uniform, the
+// rescale has nothing to round: it is the integer sum_k (f u_k + P)(g v_k + Q), u and v the
+// values the GEMM multiplies (the requantized ones minus their centre), f = 255 / (2^L - 1),
+// g = 255 / (2^R - 1), and P, Q uniform. exact_factor holds f or g, exact_offset P or Q; an
+// exact_factor of 0 means no such form. The driver then adds it as offset terms in int32
+// arithmetic, to the sums times f * g.
 struct RescaleLineTerms {
   const double* a;
   const double* b;
+  std::int32_t exact_factor = 0;
+  std::int32_t exact_offset = 0;
 };
 
 // Turns the exact sum acc of a block entry (r, c) into the approximate 8-bit result

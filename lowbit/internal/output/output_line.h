@@ -384,7 +384,7 @@ struct LineInstruction {
 
 // The offset terms (lowbit/internal/output/unpack.h) of the current line: the line's own values
 // broadcast, the other side's loaded along the line. Separable terms are first +
-// first_along[entry].
+// first_along[entry], owed by the sums times `factor` where `scaled`.
 template <typename Isa>
 struct LineTerms {
   using Raw = typename Isa::Raw;
@@ -392,6 +392,8 @@ struct LineTerms {
   Raw second;
   const std::int32_t* first_along = nullptr;   // null: no terms owed
   const std::int32_t* second_along = nullptr;  // null: separable terms
+  Raw factor = fixedpoint::Dup<Raw>(1);
+  bool scaled = false;
 
   // `along_cols`: the line is a result row; `line` and `offset` count from the block's first row
   // and column.
@@ -399,7 +401,11 @@ struct LineTerms {
                                                       bool along_cols) {
     if (terms.row_part != nullptr) {
       return {fixedpoint::Dup<Raw>((along_cols ? terms.row_part : terms.col_part)[line]),
-              fixedpoint::Dup<Raw>(0), along_cols ? terms.col_part : terms.row_part, nullptr};
+              fixedpoint::Dup<Raw>(0),
+              along_cols ? terms.col_part : terms.row_part,
+              nullptr,
+              fixedpoint::Dup<Raw>(terms.sum_factor),
+              terms.sum_factor != 1};
     }
     if (terms.row_first == nullptr) return {fixedpoint::Dup<Raw>(0), fixedpoint::Dup<Raw>(0)};
     const std::int32_t* line_first = along_cols ? terms.row_first : terms.col_first;
@@ -411,16 +417,23 @@ struct LineTerms {
 
   __attribute__((always_inline)) Raw AddTo(Raw v, int entry, int count) const {
     if (first_along == nullptr) return v;
-    if (second_along == nullptr) return AddSeparableTo(v, entry, count);
+    if (second_along == nullptr) {
+      return scaled ? AddScaledSeparableTo(v, entry, count) : AddSeparableTo(v, entry, count);
+    }
     const Raw products =
         fixedpoint::Add(fixedpoint::Mul(first, LoadPartial<Isa>(first_along + entry, count)),
                         fixedpoint::Mul(second, LoadPartial<Isa>(second_along + entry, count)));
     return fixedpoint::Add(v, products);
   }
 
-  // AddTo for terms known to be separable.
+  // AddTo for terms known to be separable, and not scaled.
   __attribute__((always_inline)) Raw AddSeparableTo(Raw v, int entry, int count) const {
     return fixedpoint::Add(fixedpoint::Add(v, first), LoadPartial<Isa>(first_along + entry, count));
+  }
+
+  // AddTo for terms known to be separable and scaled.
+  __attribute__((always_inline)) Raw AddScaledSeparableTo(Raw v, int entry, int count) const {
+    return AddSeparableTo(fixedpoint::Mul(v, factor), entry, count);
   }
 };
 

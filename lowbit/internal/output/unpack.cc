@@ -34,11 +34,13 @@ void MakeRowTerms(const std::int32_t* lhs_offsets, int depth, int rows, std::int
 }
 
 LOWBIT_UNPACK_CLONES
-void ScaleTerms(std::int32_t factor, const std::int32_t* values, int count, std::int32_t* out) {
+void ScaleTerms(std::int32_t factor, const std::int32_t* values, std::int32_t addend, int count,
+                std::int32_t* out) {
   // Unsigned, so that wrapping is defined.
   for (int i = 0; i < count; ++i) {
     out[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(factor) *
-                                       static_cast<std::uint32_t>(values[i]));
+                                           static_cast<std::uint32_t>(values[i]) +
+                                       static_cast<std::uint32_t>(addend));
   }
 }
 

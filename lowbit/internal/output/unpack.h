@@ -21,10 +21,11 @@ void EffectiveOffsets(const Offsets& offsets, int value_shift, int count, std::i
 // offsets), two products.
 void MakeRowTerms(const std::int32_t* lhs_offsets, int depth, int rows, std::int32_t* row_sums);
 
-// out[i] = factor * values[i] (wrapping) for i < count. When both effective offsets are uniform,
-// a and b, an entry's terms separate into a row part b * row_terms[r] and a column part
+// out[i] = factor * values[i] + addend (wrapping) for i < count. When both effective offsets are
+// uniform, a and b, an entry's terms separate into a row part b * row_terms[r] and a column part
 // a * col_sums[c], each computed once per row or column.
-void ScaleTerms(std::int32_t factor, const std::int32_t* values, int count, std::int32_t* out);
+void ScaleTerms(std::int32_t factor, const std::int32_t* values, std::int32_t addend, int count,
+                std::int32_t* out);
 
 // The offset terms of a block of raw sums, in the block's result coordinates: entry (i, j) is
 // owed row_first[i] * col_first[j] + row_second[i] * col_second[j], indices counted from the
@@ -38,14 +39,18 @@ struct OffsetTerms {
   const std::int32_t* row_second = nullptr;
   const std::int32_t* col_second = nullptr;
   // Or, when both offsets are uniform (ScaleTerms), row_part[i] + col_part[j]: one term per row
-  // and one per column, with the four above unused.
+  // and one per column, with the four above unused; owed by the raw sums times sum_factor (not 1
+  // for the exact rescale of requantized operands, lowbit/internal/driver/driver.h).
   const std::int32_t* row_part = nullptr;
   const std::int32_t* col_part = nullptr;
+  std::int32_t sum_factor = 1;
 
-  static OffsetTerms Separable(const std::int32_t* row_part, const std::int32_t* col_part) {
+  static OffsetTerms Separable(const std::int32_t* row_part, const std::int32_t* col_part,
+                               std::int32_t sum_factor = 1) {
     OffsetTerms terms;
     terms.row_part = row_part;
     terms.col_part = col_part;
+    terms.sum_factor = sum_factor;
     return terms;
   }
 
@@ -61,6 +66,7 @@ struct OffsetTerms {
     part.col_second = advance(col_second, col);
     part.row_part = advance(row_part, row);
     part.col_part = advance(col_part, col);
+    part.sum_factor = sum_factor;
     return part;
   }
 };
