@@ -37,6 +37,9 @@ struct ByteDotProducts {
 // bytes, stored as they are.
 struct ByteRhsSteps {
   static constexpr int kStepBytes = 128;
+  // How far ahead the tile's loop for more than 4 rows prefetches the rhs stream (0: not at all).
+  // 1 KiB ahead made no measurable difference to 8 x 4096 x 4096 prepacked 8-bit weights.
+  static constexpr int kPrefetchBytes = 0;
   static void Load(const std::uint8_t* rhs, __m512i& low, __m512i& high) {
     low = _mm512_loadu_si512(rhs);
     high = _mm512_loadu_si512(rhs + 64);
@@ -76,6 +79,16 @@ struct EightRowTile {
     }
   }
 
+  // Prefetches the `bytes` of rhs steps that lie RhsSteps::kPrefetchBytes after `rhs`, if any.
+  __attribute__((always_inline)) static void PrefetchRhs(const std::uint8_t* rhs, int bytes) {
+    if constexpr (RhsSteps::kPrefetchBytes > 0) {
+      for (int line = 0; line < bytes; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(rhs + RhsSteps::kPrefetchBytes + line),
+                     _MM_HINT_T0);
+      }
+    }
+  }
+
   // The first kUsedRows rows of the tile. The accumulators are arrays indexed only in loops that
   // GCC unrolls completely, so they live in registers (checked in the disassembly).
   template <int kUsedRows>
@@ -112,6 +125,7 @@ struct EightRowTile {
       }
     }
     for (; d < padded_depth; d += kDepth) {
+      PrefetchRhs(rhs, RhsSteps::kStepBytes);
       MultiplyStep<kUsedRows>(lhs, rhs, sums);
       lhs += kLhsStepBytes;
       rhs += RhsSteps::kStepBytes;
@@ -162,6 +176,9 @@ void PackRhsAvx512Vnni(const MatrixView& source, int start, int count, int depth
 // a product bound by reading its weights from memory gains.
 struct Uint4PairSteps {
   static constexpr int kStepBytes = 64;
+  // 8 x 4096 x 4096 weights, streamed from memory: 470-490 GOPS without a prefetch, 505-528 with
+  // it 512 bytes or 2 KiB ahead. On 1 row (the split loop) prefetching cost 2 to 3%.
+  static constexpr int kPrefetchBytes = 512;
   static void Load(const std::uint8_t* rhs, __m512i& low, __m512i& high) {
     const __m512i pairs = _mm512_loadu_si512(rhs);
     const __m512i nibble = _mm512_set1_epi8(0x0f);
