@@ -189,44 +189,17 @@ void RunBitDepthGemm(Context& context, const MatrixView& lhs, const MatrixView& 
   const int rows = lhs.rows, depth = lhs.cols, cols = rhs.cols;
   const BitDepthRounding rounding = ResolveRounding(params.rounding, depth);
 
-  // Scratch: the requantized lhs and rhs (unless prepacked), their line sums, the rescale terms
-  // of every lhs row and rhs column, then the requantization's own work memory.
-  const MatrixView columns = Transposed(rhs);
-  const std::size_t lhs_bytes = AlignUp(static_cast<std::size_t>(rows) * depth);
-  const std::size_t rhs_bytes =
-      packed_rhs != nullptr ? 0 : AlignUp(static_cast<std::size_t>(depth) * cols);
-  const std::size_t sums_bytes =
-      AlignUp(sizeof(std::int32_t) * rows) + AlignUp(sizeof(std::int32_t) * cols);
-  const std::size_t terms_bytes = sizeof(double) * 2 * (AlignUp(rows) + AlignUp(cols));
-  const std::size_t work_bytes =
-      std::max(RequantizeWorkBytes(lhs), packed_rhs != nullptr ? 0 : RequantizeWorkBytes(columns));
-  char* scratch = static_cast<char*>(context.state().RequantizeScratch(
-      lhs_bytes + rhs_bytes + sums_bytes + terms_bytes + work_bytes));
-  void* work = scratch + lhs_bytes + rhs_bytes + sums_bytes + terms_bytes;
-  auto* requantized_lhs = reinterpret_cast<std::uint8_t*>(scratch);
-  auto* requantized_rhs = reinterpret_cast<std::uint8_t*>(scratch + lhs_bytes);
-  auto* lhs_sums = reinterpret_cast<std::int32_t*>(scratch + lhs_bytes + rhs_bytes);
-  std::int32_t* rhs_sums = lhs_sums + AlignUp(sizeof(std::int32_t) * rows) / sizeof(std::int32_t);
-  double* lhs_a = reinterpret_cast<double*>(scratch + lhs_bytes + rhs_bytes + sums_bytes);
+  // Scratch: the rescale terms of every lhs row and rhs column, and the rhs columns' terms
+  // before their sums are known (the driver sets the sum-dependent ones as it requantizes each
+  // line while packing it, lowbit/internal/driver/driver.h).
+  const std::size_t terms_bytes = sizeof(double) * (2 * AlignUp(rows) + 3 * AlignUp(cols));
+  auto* lhs_a = static_cast<double*>(context.state().RequantizeScratch(terms_bytes));
   double* lhs_b = lhs_a + AlignUp(rows);
   double* rhs_a = lhs_b + AlignUp(rows);
   double* rhs_b = rhs_a + AlignUp(cols);
-
-  const Kernel kernel = context.ResolvedKernel();
-  RequantizeLines(kernel, lhs, params.lhs_bits, rounding, params.seed, Operand::kLhs,
-                  requantized_lhs, lhs_sums, work);
-  const MatrixView requantized_lhs_view = RequantizedView(lhs, requantized_lhs);
-  MatrixView requantized_rhs_view = gemm_rhs;
-  const std::int32_t* col_sums = rhs_sums;
+  double* rhs_a_base = rhs_b + AlignUp(cols);
   ElementType rhs_source_type = rhs.type;
-  if (prepacked_rhs != nullptr) {
-    col_sums = prepacked_rhs->requantized_col_sums();
-    rhs_source_type = prepacked_rhs->view().type;
-  } else {
-    RequantizeLines(kernel, columns, params.rhs_bits, rounding, params.seed, Operand::kRhs,
-                    requantized_rhs, rhs_sums, work);
-    requantized_rhs_view = Transposed(RequantizedView(columns, requantized_rhs));
-  }
+  if (prepacked_rhs != nullptr) rhs_source_type = prepacked_rhs->view().type;
 
   // With a ~ 255 a' / PL and b ~ 255 b' / PR (PL = 2^L - 1, PR = 2^R - 1), the 8-bit result
   // sum_k (a + oa)(b + ob) times PL * PR is approximately
@@ -245,14 +218,14 @@ void RunBitDepthGemm(Context& context, const MatrixView& lhs, const MatrixView& 
   const std::int64_t rhs_centre = 1 << (params.rhs_bits - 1);
   const std::int64_t lhs_shift = lhs.type == ElementType::kInt8 ? 128 : 0;
   const std::int64_t rhs_shift = rhs_source_type == ElementType::kInt8 ? 128 : 0;
+  // The lhs rows' b terms, sum(alpha), and the sum-dependent part of the rhs columns' a terms
+  // come from the requantized lines' sums: the driver sets them (LineRequantization).
   for (int r = 0; r < rows; ++r) {
-    const std::int64_t ga = 255 * lhs_centre + (lhs_offset(r) - lhs_shift) * lhs_scale;
-    lhs_a[r] = static_cast<double>(ga);
-    lhs_b[r] = static_cast<double>(lhs_sums[r] - depth * lhs_centre);
+    lhs_a[r] = static_cast<double>(255 * lhs_centre + (lhs_offset(r) - lhs_shift) * lhs_scale);
   }
   for (int c = 0; c < cols; ++c) {
     const std::int64_t gb = 255 * rhs_centre + (rhs_offset(c) - rhs_shift) * rhs_scale;
-    rhs_a[c] = static_cast<double>(255 * (col_sums[c] - depth * rhs_centre) + depth * gb);
+    rhs_a_base[c] = static_cast<double>(depth * gb);
     rhs_b[c] = static_cast<double>(255 * gb);
   }
   Rescale rescale{{lhs_a, lhs_b}, {rhs_a, rhs_b}, static_cast<int>(lhs_scale * rhs_scale)};
@@ -268,7 +241,32 @@ void RunBitDepthGemm(Context& context, const MatrixView& lhs, const MatrixView& 
     rescale.rhs.exact_offset =
         static_cast<std::int32_t>(g * rhs_centre + rhs_offset(0) - rhs_shift);
   }
-  const NarrowOperands narrow{params.lhs_bits, params.rhs_bits, &rescale};
+  const LineRequantization lhs_requantization{
+      lhs, params.lhs_bits, rounding, params.seed, Operand::kLhs, static_cast<int>(lhs_centre),
+      1.0, nullptr,         lhs_b};
+  const LineRequantization rhs_requantization{
+      Transposed(rhs), params.rhs_bits, rounding,
+      params.seed,     Operand::kRhs,   static_cast<int>(rhs_centre),
+      255.0,           rhs_a_base,      rhs_a};
+  NarrowOperands narrow{params.lhs_bits, params.rhs_bits, &rescale, &lhs_requantization, nullptr};
+  // The GEMM's views of the operands have the requantized values' type; the driver reads the
+  // operands through their requantizations.
+  const auto as_requantized = [](MatrixView view) {
+    view.type = ElementType::kUint8;
+    return view;
+  };
+  const MatrixView requantized_lhs_view = as_requantized(lhs);
+  MatrixView requantized_rhs_view = gemm_rhs;
+  if (prepacked_rhs != nullptr) {
+    // Requantized and packed once, with its requantized columns' sums.
+    const std::int32_t* col_sums = prepacked_rhs->requantized_col_sums();
+    for (int c = 0; c < cols; ++c) {
+      rhs_a[c] = 255.0 * static_cast<double>(col_sums[c] - depth * rhs_centre) + rhs_a_base[c];
+    }
+  } else {
+    narrow.rhs_requantization = &rhs_requantization;
+    requantized_rhs_view = as_requantized(rhs);
+  }
   RunGemm(context, requantized_lhs_view, requantized_rhs_view, packed_rhs,
           static_cast<std::int32_t>(-lhs_centre), static_cast<std::int32_t>(-rhs_centre), target,
           &narrow);

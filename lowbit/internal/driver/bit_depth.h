@@ -17,9 +17,6 @@ class PrepackedRhs;
 
 namespace internal {
 
-// Which operand an element belongs to: each has its own rounding sequence phases.
-enum class Operand { kLhs, kRhs };
-
 // Both rounding sequences have period 255 and take all values 0..254 once per period.
 constexpr int kSequencePeriod = 255;
 
@@ -41,10 +38,11 @@ int SequencePhase(std::uint32_t seed, Operand operand, int line, int block);
 // line_sums[i] receives the sum of line i's requantized values. `resolved` is not kAuto. The
 // inner loop uses the ISA of `kernel` (resolved, and available on this CPU); the values do not
 // depend on it. `work` is RequantizeWorkBytes(lines) of memory, aligned for int32, that it
-// uses as it goes: a GEMM passes scratch memory, so that it allocates nothing.
+// uses as it goes: a GEMM passes scratch memory, so that it allocates nothing. The lines are
+// lines first_line, first_line + 1, ... of their operand, which sets their rounding offsets.
 void RequantizeLines(Kernel kernel, const MatrixView& lines, int bits, BitDepthRounding resolved,
                      std::uint32_t seed, Operand operand, std::uint8_t* out,
-                     std::int32_t* line_sums, void* work);
+                     std::int32_t* line_sums, void* work, int first_line = 0);
 std::size_t RequantizeWorkBytes(const MatrixView& lines);
 
 // The uint8 matrix RequantizeLines writes to `out` for `lines`.

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <utility>
 
+#include "lowbit/internal/driver/bit_depth.h"
 #include "lowbit/internal/driver/blocking.h"
 #include "lowbit/internal/driver/context_state.h"
 #include "lowbit/internal/driver/scratch.h"
@@ -96,6 +97,35 @@ struct SeparableFactors {
   }
 };
 
+// A worker's memory for requantizing a panel of up to `width` lines of `depth` as it packs them
+// (WorkerScratch::requantize): the requantized values, their line sums, RequantizeLines' work.
+struct RequantizeScratch {
+  std::uint8_t* values;
+  std::int32_t* sums;
+  void* work;
+
+  static std::size_t ValuesBytes(int width, int depth) {
+    return AlignUp(static_cast<std::size_t>(width) * depth);
+  }
+  static std::size_t Bytes(int width, int depth, std::size_t work_bytes) {
+    return ValuesBytes(width, depth) + AlignUp(sizeof(std::int32_t) * width) + work_bytes;
+  }
+  static RequantizeScratch In(char* memory, int width, int depth) {
+    auto* sums = reinterpret_cast<std::int32_t*>(memory + ValuesBytes(width, depth));
+    return {reinterpret_cast<std::uint8_t*>(memory), sums,
+            reinterpret_cast<char*>(sums) + AlignUp(sizeof(std::int32_t) * width)};
+  }
+};
+
+// Lines [first, first + count) of a view of lines by depth.
+MatrixView SubLines(const MatrixView& lines, int first, int count) {
+  MatrixView part = lines;
+  const std::ptrdiff_t step = lines.order == Order::kRowMajor ? lines.stride : 1;
+  part.data = static_cast<const char*>(lines.data) + first * step * ElementSize(lines.type);
+  part.rows = count;
+  return part;
+}
+
 struct GemmTask {
   const KernelImplementation& kernel;
   const MatrixView& lhs;
@@ -139,6 +169,13 @@ struct GemmTask {
   // does (for the writer); or null.
   const Rescale* rescale = nullptr;
   const Rescale* result_rescale = nullptr;
+  // Operands requantized as they are packed, lhs and rhs as the task sees them; or null.
+  const LineRequantization* lhs_requantization = nullptr;
+  const LineRequantization* rhs_requantization = nullptr;
+  // The kernel the context resolved, whose ISA requantization runs on.
+  Kernel resolved_kernel = Kernel::kReference;
+  // The widest panel of lines PackLines requantizes at a time.
+  int requantize_width = 0;
 
   std::size_t LhsPanelBytes() const {
     return PackedBytes(kernel.format.lhs_type,
@@ -157,16 +194,51 @@ struct GemmTask {
     const int last = PartStart(panels, workers, part + 1);
     if (first == last) return;
     const int col = first * width;
-    PackRhsColumns(col, std::min(last * width, chunk_cols) - col,
+    PackRhsColumns(layout.Worker(scratch, part), col, std::min(last * width, chunk_cols) - col,
                    shared.packed_rhs + first * RhsPanelBytes());
   }
 
   // Packs the chunk's columns [col, col + cols), whole depth, into `packed`, and their sums
   // into col_sums (pack functions add to the sums they are given).
-  void PackRhsColumns(int col, int cols, char* packed) const {
+  void PackRhsColumns(const WorkerScratch& scratch, int col, int cols, char* packed) const {
     std::memset(shared.col_sums + col, 0, sizeof(std::int32_t) * cols);
-    kernel.pack_rhs(rhs_transposed, chunk_start + col, cols, 0, lhs.cols, packed,
-                    shared.col_sums + col);
+    PackLines(kernel.pack_rhs, rhs_transposed, rhs_requantization, kernel.format.rhs_cols,
+              RhsPanelBytes(), chunk_start + col, cols, packed, shared.col_sums + col, scratch);
+  }
+
+  // Packs lines [start, start + count) of `lines` (lhs rows or rhs columns, by depth) with
+  // `pack`, adding their sums to sums[0 .. count): as they are, or with a requantization a
+  // panel of `width` lines at a time, requantized into the worker's scratch and packed from there
+  // while they are in cache, into panels panel_bytes apart. Each line's rescale term is set then.
+  void PackLines(PackFunction pack, const MatrixView& lines,
+                 const LineRequantization* requantization, int width, std::size_t panel_bytes,
+                 int start, int count, char* packed, std::int32_t* sums,
+                 const WorkerScratch& scratch) const {
+    const int depth = lhs.cols;
+    if (requantization == nullptr) {
+      pack(lines, start, count, 0, depth, packed, sums);
+      return;
+    }
+    const RequantizeScratch memory =
+        RequantizeScratch::In(scratch.requantize, requantize_width, depth);
+    const LineRequantization& r = *requantization;
+    for (int first = 0; first < count; first += width) {
+      const int line = start + first;
+      const int panel_lines = std::min(width, count - first);
+      const MatrixView source = SubLines(r.lines, line, panel_lines);
+      RequantizeLines(resolved_kernel, source, r.bits, r.rounding, r.seed, r.operand, memory.values,
+                      memory.sums, memory.work, line);
+      for (int i = 0; i < panel_lines; ++i) {
+        const std::int64_t centred = memory.sums[i] - static_cast<std::int64_t>(depth) * r.centre;
+        r.term[line + i] = r.term_scale * static_cast<double>(centred) +
+                           (r.term_base != nullptr ? r.term_base[line + i] : 0.0);
+      }
+      // The requantized values, of the bit depth `lines` declares.
+      MatrixView requantized = RequantizedView(source, memory.values);
+      requantized.bits = lines.bits;
+      pack(requantized, 0, panel_lines, 0, depth, packed + first / width * panel_bytes,
+           sums + first);
+    }
   }
 
   // The result columns [col_start, col_start + cols) of the chunk for the rows packed in
@@ -192,7 +264,7 @@ struct GemmTask {
       const char* packed_rhs = stream_rhs || unfold_rhs != nullptr
                                    ? scratch.rhs_block
                                    : shared.rhs_panels + first_panel * rhs_panel_bytes;
-      if (stream_rhs) PackRhsColumns(block_start, block_cols, scratch.rhs_block);
+      if (stream_rhs) PackRhsColumns(scratch, block_start, block_cols, scratch.rhs_block);
       if (unfold_rhs != nullptr) {
         const std::int64_t panel_values = static_cast<std::int64_t>(format.rhs_cols) * padded_depth;
         unfold_rhs(shared.rhs_panels + first_panel * PackedBytes(folded_type, panel_values),
@@ -288,7 +360,8 @@ struct GemmTask {
       }
     } else {
       std::memset(scratch.row_sums, 0, sizeof(std::int32_t) * rows);
-      kernel.pack_lhs(lhs, row_start, rows, 0, lhs.cols, scratch.packed_lhs, scratch.row_sums);
+      PackLines(kernel.pack_lhs, lhs, lhs_requantization, kernel.format.lhs_rows, LhsPanelBytes(),
+                row_start, rows, scratch.packed_lhs, scratch.row_sums, scratch);
     }
     MakeRowTerms(shared.lhs_offsets + row_start, lhs.cols, rows, scratch.row_sums);
     if (separable_terms) {
@@ -451,7 +524,27 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   const RhsMemory rhs_memory = (stream_rhs && !direct) || unfold     ? RhsMemory::kWorkerBlock
                                : stream_rhs || packed_rhs != nullptr ? RhsMemory::kNone
                                                                      : RhsMemory::kSharedChunk;
-  const ScratchLayout layout(format, blocking, rows, cols, padded_depth, rhs_memory);
+  // Requantized operands, as the task sees them: each worker requantizes a panel at a time.
+  const LineRequantization* lhs_requantization = narrow == nullptr ? nullptr
+                                                 : transposed      ? narrow->rhs_requantization
+                                                                   : narrow->lhs_requantization;
+  const LineRequantization* rhs_requantization = narrow == nullptr ? nullptr
+                                                 : transposed      ? narrow->lhs_requantization
+                                                                   : narrow->rhs_requantization;
+  const int requantize_width = std::max(format.lhs_rows, format.rhs_cols);
+  std::size_t requantize_work_bytes = 0;
+  for (const LineRequantization* requantization : {lhs_requantization, rhs_requantization}) {
+    if (requantization == nullptr) continue;
+    requantize_work_bytes =
+        std::max(requantize_work_bytes,
+                 RequantizeWorkBytes(SubLines(requantization->lines, 0, requantize_width)));
+  }
+  const std::size_t requantize_bytes =
+      lhs_requantization != nullptr || rhs_requantization != nullptr
+          ? RequantizeScratch::Bytes(requantize_width, depth, requantize_work_bytes)
+          : 0;
+  const ScratchLayout layout(format, blocking, rows, cols, padded_depth, rhs_memory,
+                             requantize_bytes);
   char* scratch = static_cast<char*>(state.Scratch(layout.Total(threads)));
   SharedScratch shared = layout.Shared(scratch);
   EffectiveOffsets(lhs_offset, PackedValueShift(format.lhs_type, lhs), rows, shared.lhs_offsets);
@@ -489,6 +582,10 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
       task.result_rescale = narrow->rescale;
     }
   }
+  task.lhs_requantization = lhs_requantization;
+  task.rhs_requantization = rhs_requantization;
+  task.resolved_kernel = resolved_kernel;
+  task.requantize_width = requantize_width;
   task.context_state = &state;
   for (int chunk_start = 0; chunk_start < cols; chunk_start += blocking.rhs_cols) {
     task.chunk_start = chunk_start;

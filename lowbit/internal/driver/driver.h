@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "lowbit/internal/output/output_program.h"
+#include "lowbit/public/bit_depth.h"
 #include "lowbit/public/context.h"
 #include "lowbit/public/map.h"
 
@@ -178,13 +179,39 @@ struct Rescale {
   int divisor;
 };
 
+// Which operand an element belongs to: each has its own rounding sequence phases.
+enum class Operand { kLhs, kRhs };
+
+// An operand that the driver requantizes as it packs it (lowbit/internal/driver/bit_depth.h,
+// RequantizeLines): `lines` is the operand as given, lines by depth (the lhs, or the rhs
+// transposed), and the GEMM multiplies its values requantized to `bits` (`rounding` resolved).
+// With the line sums s[i] of the requantized values, the driver sets
+// term[i] = term_scale * (s[i] - depth * centre) + term_base[i] (0 if term_base is null), a term
+// of the rescale, whenever it packs line i.
+struct LineRequantization {
+  MatrixView lines;
+  int bits;
+  BitDepthRounding rounding;
+  std::uint32_t seed;
+  Operand operand;
+  int centre;
+  double term_scale;
+  const double* term_base;
+  double* term;
+};
+
 // Operands narrower than 8 bits (lowbit/public/bit_depth.h): every lhs value fits lhs_bits and
 // every rhs value rhs_bits, which lets a kernel for narrow data be chosen. With `rescale`
-// (requantize mode), each finished block is rescaled before the output pipeline.
+// (requantize mode), each finished block is rescaled before the output pipeline. An operand
+// with a requantization is requantized as it is packed: the GEMM's view of it has the
+// requantized values' type (uint8), and the driver reads its data only through the
+// requantization.
 struct NarrowOperands {
   int lhs_bits;
   int rhs_bits;
   const Rescale* rescale;
+  const LineRequantization* lhs_requantization = nullptr;
+  const LineRequantization* rhs_requantization = nullptr;
 };
 
 // Computes acc = (lhs + lhs_offset) * (rhs + rhs_offset) block by block, laid out to suit the

@@ -46,6 +46,9 @@ struct WorkerScratch {
   std::int32_t* col_parts;
   std::int32_t* acc;
   char* rhs_block;
+  // For operands requantized as they are packed: a panel's requantized lines and what
+  // requantizing them needs (GemmTask::PackLines).
+  char* requantize;
 };
 
 // Where a GEMM's tiles read the rhs from: a chunk packed up front and shared, a block per worker
@@ -54,7 +57,7 @@ enum class RhsMemory { kSharedChunk, kWorkerBlock, kNone };
 
 // Scratch memory: the shared packed rhs chunk (for RhsMemory::kSharedChunk), column sums and
 // effective offsets, then one slot per worker for its packed lhs rows, row sums, accumulator
-// block and (for RhsMemory::kWorkerBlock) rhs block.
+// block, (for RhsMemory::kWorkerBlock) rhs block and requantize_bytes for requantizing operands.
 struct ScratchLayout {
   std::size_t packed_rhs_bytes;
   std::size_t col_sums_bytes;
@@ -66,9 +69,10 @@ struct ScratchLayout {
   std::size_t col_parts_bytes;
   std::size_t acc_bytes;
   std::size_t rhs_block_bytes;
+  std::size_t requantize_bytes;
 
   ScratchLayout(const KernelFormat& format, const Blocking& blocking, int rows, int cols,
-                int padded_depth, RhsMemory rhs_memory)
+                int padded_depth, RhsMemory rhs_memory, std::size_t requantize_bytes = 0)
       : packed_rhs_bytes(rhs_memory != RhsMemory::kSharedChunk
                              ? 0
                              : AlignUp(PackedBytes(
@@ -88,14 +92,15 @@ struct ScratchLayout {
                             ? AlignUp(PackedBytes(
                                   format.rhs_type,
                                   static_cast<std::int64_t>(blocking.streamed_cols) * padded_depth))
-                            : 0) {}
+                            : 0),
+        requantize_bytes(AlignUp(requantize_bytes)) {}
 
   std::size_t SharedBytes() const {
     return packed_rhs_bytes + col_sums_bytes + lhs_offsets_bytes + rhs_offsets_bytes;
   }
   std::size_t PerWorkerBytes() const {
     return packed_lhs_bytes + row_sums_bytes + row_parts_bytes + col_parts_bytes + acc_bytes +
-           rhs_block_bytes;
+           rhs_block_bytes + requantize_bytes;
   }
   std::size_t Total(int workers) const { return SharedBytes() + PerWorkerBytes() * workers; }
 
@@ -126,6 +131,8 @@ struct ScratchLayout {
     worker_scratch.acc = reinterpret_cast<std::int32_t*>(p);
     p += acc_bytes;
     worker_scratch.rhs_block = p;
+    p += rhs_block_bytes;
+    worker_scratch.requantize = p;
     return worker_scratch;
   }
 };

@@ -181,12 +181,12 @@ std::size_t AcrossLinesSumsStart(int count) {
 // the vector part.
 void RequantizeAlongDepth(RequantizeRunFunction run, const MatrixView& lines, std::uint16_t scale,
                           std::uint8_t flip, BitDepthRounding resolved, std::uint32_t seed,
-                          Operand operand, std::uint8_t* out, std::int32_t* line_sums,
-                          std::uint8_t* offsets) {
+                          Operand operand, int first_line, std::uint8_t* out,
+                          std::int32_t* line_sums, std::uint8_t* offsets) {
   const OffsetTable& table = OffsetTableFor(resolved);
   const int depth = lines.cols;
   const auto lay_out_offsets = [&](int line) {
-    const std::uint64_t line_hash = LineHash(seed, operand, line);
+    const std::uint64_t line_hash = LineHash(seed, operand, first_line + line);
     for (int start = 0, block = 0; start < depth; start += kSequencePeriod, ++block) {
       const int phase = resolved == BitDepthRounding::kNearest ? 0 : BlockPhase(line_hash, block);
       std::memcpy(offsets + start, table.data() + phase, kSequencePeriod + 1);
@@ -208,7 +208,8 @@ void RequantizeAlongDepth(RequantizeRunFunction run, const MatrixView& lines, st
 template <typename Next>
 void RequantizeAcrossLines(const MatrixView& lines, std::uint16_t scale, std::uint8_t flip,
                            BitDepthRounding resolved, std::uint32_t seed, Operand operand,
-                           std::uint8_t* out, std::int32_t* line_sums, std::uint8_t* work) {
+                           int first_line, std::uint8_t* out, std::int32_t* line_sums,
+                           std::uint8_t* work) {
   const int count = lines.rows;
   const OffsetTable& table = OffsetTableFor(resolved);
   std::uint8_t* offsets = work;
@@ -218,9 +219,10 @@ void RequantizeAcrossLines(const MatrixView& lines, std::uint16_t scale, std::ui
   for (int k = 0; k < lines.cols; ++k) {
     if (k % kSequencePeriod == 0) {
       for (int line = 0; line < count; ++line) {
-        offsets[line] = resolved == BitDepthRounding::kNearest
-                            ? kNearestOffset
-                            : table[SequencePhase(seed, operand, line, k / kSequencePeriod)];
+        offsets[line] =
+            resolved == BitDepthRounding::kNearest
+                ? kNearestOffset
+                : table[SequencePhase(seed, operand, first_line + line, k / kSequencePeriod)];
       }
     }
     const auto* source = static_cast<const std::uint8_t*>(lines.data) +
@@ -276,23 +278,23 @@ std::size_t RequantizeWorkBytes(const MatrixView& lines) {
 
 void RequantizeLines(Kernel kernel, const MatrixView& lines, int bits, BitDepthRounding resolved,
                      std::uint32_t seed, Operand operand, std::uint8_t* out,
-                     std::int32_t* line_sums, void* work) {
+                     std::int32_t* line_sums, void* work, int first_line) {
   const auto scale = static_cast<std::uint16_t>((1 << bits) - 1);
   const std::uint8_t flip = lines.type == ElementType::kInt8 ? 0x80 : 0;
   auto* work_bytes = static_cast<std::uint8_t*>(work);
   if (lines.rows == 0) return;
   if (lines.order == Order::kRowMajor) {
-    RequantizeAlongDepth(RunFor(kernel), lines, scale, flip, resolved, seed, operand, out,
-                         line_sums, work_bytes);
+    RequantizeAlongDepth(RunFor(kernel), lines, scale, flip, resolved, seed, operand, first_line,
+                         out, line_sums, work_bytes);
   } else if (resolved == BitDepthRounding::kAddMod97) {
-    RequantizeAcrossLines<AddMod97Next>(lines, scale, flip, resolved, seed, operand, out, line_sums,
-                                        work_bytes);
+    RequantizeAcrossLines<AddMod97Next>(lines, scale, flip, resolved, seed, operand, first_line,
+                                        out, line_sums, work_bytes);
   } else if (resolved == BitDepthRounding::kXorshift) {
-    RequantizeAcrossLines<XorshiftNext>(lines, scale, flip, resolved, seed, operand, out, line_sums,
-                                        work_bytes);
+    RequantizeAcrossLines<XorshiftNext>(lines, scale, flip, resolved, seed, operand, first_line,
+                                        out, line_sums, work_bytes);
   } else {
-    RequantizeAcrossLines<NearestNext>(lines, scale, flip, resolved, seed, operand, out, line_sums,
-                                       work_bytes);
+    RequantizeAcrossLines<NearestNext>(lines, scale, flip, resolved, seed, operand, first_line, out,
+                                       line_sums, work_bytes);
   }
 }
 
