@@ -49,8 +49,8 @@ class ContextState {
   // The most any GEMM on the context has asked Scratch for.
   std::size_t ScratchBytes() const { return scratch_.bytes(); }
 
-  // The same, separate from Scratch: requantized operands live here while the GEMM on them
-  // uses Scratch.
+  // The same, separate from Scratch: the rescale terms of requantized operands live here while
+  // the GEMM on them uses Scratch.
   void* RequantizeScratch(std::size_t bytes) { return requantize_scratch_.Get(bytes); }
 
  private:
