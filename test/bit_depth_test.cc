@@ -210,6 +210,24 @@ void CheckRequantizeLines(Kernel kernel, Order order) {
           }
           ASSERT_EQ(sums[line], sum) << "line " << line;
         }
+        // Lines 2.. alone, as the driver requantizes a panel: the same values and sums.
+        constexpr int kFirst = 2;
+        internal::MatrixView part = view;
+        part.rows = lines - kFirst;
+        part.data = &source.map(kFirst, 0);
+        std::vector<std::uint8_t> part_out(static_cast<std::size_t>(part.rows) * depth);
+        std::vector<std::int32_t> part_sums(part.rows);
+        internal::RequantizeLines(kernel, part, bits, rounding, seed, operand, part_out.data(),
+                                  part_sums.data(), work.data(), kFirst);
+        const MatrixMap<const std::uint8_t> part_requantized(part_out.data(), part.rows, depth,
+                                                             order);
+        for (int line = 0; line < part.rows; ++line) {
+          ASSERT_EQ(part_sums[line], sums[kFirst + line]) << "line " << kFirst + line;
+          for (int k = 0; k < depth; ++k) {
+            ASSERT_EQ(part_requantized(line, k), requantized(kFirst + line, k))
+                << "line " << kFirst + line << ", k " << k;
+          }
+        }
       }
     }
   }

@@ -175,31 +175,58 @@ std::size_t AcrossLinesSumsStart(int count) {
   return (static_cast<std::size_t>(count) + 3) / 4 * 4;
 }
 
-// Lines stored contiguously along the depth (a row-major lhs, a column-major rhs). A line's
-// offsets are first laid out whole, window after window, so that one run covers the line: runs
-// of one block each would leave a scalar tail in every 255 values, which measured as slow as
-// the vector part.
-void RequantizeAlongDepth(RequantizeRunFunction run, const MatrixView& lines, std::uint16_t scale,
+// A run, and whether it masks its last partial step (AVX-512), as fast as a whole one.
+struct RunChoice {
+  RequantizeRunFunction function;
+  bool masks_tail;
+};
+
+// Lines stored contiguously along the depth (a row-major lhs, a column-major rhs). A run that
+// masks its tail covers a line block by block, reading each block's offsets where they lie in
+// the table. Otherwise a line's offsets are first laid out whole, window after window, so that
+// one run covers the line: runs of one block each would leave a scalar tail in every 255
+// values, which measured as slow as the vector part.
+void RequantizeAlongDepth(const RunChoice& run, const MatrixView& lines, std::uint16_t scale,
                           std::uint8_t flip, BitDepthRounding resolved, std::uint32_t seed,
                           Operand operand, int first_line, std::uint8_t* out,
                           std::int32_t* line_sums, std::uint8_t* offsets) {
   const OffsetTable& table = OffsetTableFor(resolved);
   const int depth = lines.cols;
+  const auto source_line = [&](int line) {
+    return static_cast<const std::uint8_t*>(lines.data) +
+           static_cast<std::ptrdiff_t>(line) * lines.stride;
+  };
+  const auto phase = [&](std::uint64_t line_hash, int block) {
+    return resolved == BitDepthRounding::kNearest ? 0 : BlockPhase(line_hash, block);
+  };
+  if (run.masks_tail) {
+    // A run per block, on the offset table itself.
+    for (int line = 0; line < lines.rows; ++line) {
+      const std::uint64_t line_hash = LineHash(seed, operand, first_line + line);
+      std::uint8_t* line_out = out + static_cast<std::ptrdiff_t>(line) * depth;
+      std::uint32_t sum = 0;
+      for (int start = 0, block = 0; start < depth; start += kSequencePeriod, ++block) {
+        sum +=
+            run.function(source_line(line) + start, table.data() + phase(line_hash, block),
+                         std::min(kSequencePeriod, depth - start), scale, flip, line_out + start);
+      }
+      line_sums[line] = static_cast<std::int32_t>(sum);
+    }
+    return;
+  }
   const auto lay_out_offsets = [&](int line) {
     const std::uint64_t line_hash = LineHash(seed, operand, first_line + line);
     for (int start = 0, block = 0; start < depth; start += kSequencePeriod, ++block) {
-      const int phase = resolved == BitDepthRounding::kNearest ? 0 : BlockPhase(line_hash, block);
-      std::memcpy(offsets + start, table.data() + phase, kSequencePeriod + 1);
+      std::memcpy(offsets + start, table.data() + phase(line_hash, block), kSequencePeriod + 1);
     }
   };
   // Round-to-nearest offsets are the same for every line.
   if (resolved == BitDepthRounding::kNearest) lay_out_offsets(0);
   for (int line = 0; line < lines.rows; ++line) {
     if (resolved != BitDepthRounding::kNearest) lay_out_offsets(line);
-    const auto* source = static_cast<const std::uint8_t*>(lines.data) +
-                         static_cast<std::ptrdiff_t>(line) * lines.stride;
-    line_sums[line] = static_cast<std::int32_t>(
-        run(source, offsets, depth, scale, flip, out + static_cast<std::ptrdiff_t>(line) * depth));
+    line_sums[line] =
+        static_cast<std::int32_t>(run.function(source_line(line), offsets, depth, scale, flip,
+                                               out + static_cast<std::ptrdiff_t>(line) * depth));
   }
 }
 
@@ -240,13 +267,13 @@ void RequantizeAcrossLines(const MatrixView& lines, std::uint16_t scale, std::ui
 }
 
 // The run of the kernel's ISA: the context asked for it, and cpuinfo said the CPU has it.
-RequantizeRunFunction RunFor(Kernel kernel) {
+RunChoice RunFor(Kernel kernel) {
 #if defined(__x86_64__)
-  if (kernel == Kernel::kAvx512Vnni) return &RequantizeRunAvx512;
-  if (kernel == Kernel::kAvx2) return &RequantizeRunAvx2;
+  if (kernel == Kernel::kAvx512Vnni) return {&RequantizeRunAvx512, true};
+  if (kernel == Kernel::kAvx2) return {&RequantizeRunAvx2, false};
 #endif
   static_cast<void>(kernel);
-  return &RequantizeRun;
+  return {&RequantizeRun, false};
 }
 
 }  // namespace
