@@ -176,6 +176,8 @@ struct GemmTask {
   Kernel resolved_kernel = Kernel::kReference;
   // The widest panel of lines PackLines requantizes at a time.
   int requantize_width = 0;
+  // The requantized lhs rows' rescale terms are set (SetLhsTerms): packing leaves them.
+  bool lhs_terms_set = false;
 
   std::size_t LhsPanelBytes() const {
     return PackedBytes(kernel.format.lhs_type,
@@ -221,24 +223,49 @@ struct GemmTask {
     }
     const RequantizeScratch memory =
         RequantizeScratch::In(scratch.requantize, requantize_width, depth);
-    const LineRequantization& r = *requantization;
+    // The lhs terms are shared by the tasks on the same rows: set up front when there are
+    // several (RunGemm), so that no two workers write them.
+    const bool set_terms = requantization != lhs_requantization || !lhs_terms_set;
     for (int first = 0; first < count; first += width) {
-      const int line = start + first;
       const int panel_lines = std::min(width, count - first);
-      const MatrixView source = SubLines(r.lines, line, panel_lines);
-      RequantizeLines(resolved_kernel, source, r.bits, r.rounding, r.seed, r.operand, memory.values,
-                      memory.sums, memory.work, line);
-      for (int i = 0; i < panel_lines; ++i) {
-        const std::int64_t centred = memory.sums[i] - static_cast<std::int64_t>(depth) * r.centre;
-        r.term[line + i] = r.term_scale * static_cast<double>(centred) +
-                           (r.term_base != nullptr ? r.term_base[line + i] : 0.0);
-      }
+      const MatrixView source =
+          RequantizePanel(*requantization, start + first, panel_lines, memory, set_terms);
       // The requantized values, of the bit depth `lines` declares.
       MatrixView requantized = RequantizedView(source, memory.values);
       requantized.bits = lines.bits;
       pack(requantized, 0, panel_lines, 0, depth, packed + first / width * panel_bytes,
            sums + first);
     }
+  }
+
+  // Requantizes lines [line, line + count) of `r` into memory.values (and their sums into
+  // memory.sums), and with `set_terms` sets their rescale terms. Returns the view of the source
+  // lines.
+  MatrixView RequantizePanel(const LineRequantization& r, int line, int count,
+                             const RequantizeScratch& memory, bool set_terms) const {
+    const int depth = lhs.cols;
+    const MatrixView source = SubLines(r.lines, line, count);
+    RequantizeLines(resolved_kernel, source, r.bits, r.rounding, r.seed, r.operand, memory.values,
+                    memory.sums, memory.work, line);
+    if (!set_terms) return source;
+    for (int i = 0; i < count; ++i) {
+      const std::int64_t centred = memory.sums[i] - static_cast<std::int64_t>(depth) * r.centre;
+      r.term[line + i] = r.term_scale * static_cast<double>(centred) +
+                         (r.term_base != nullptr ? r.term_base[line + i] : 0.0);
+    }
+    return source;
+  }
+
+  // Sets the rescale terms of every lhs row (requantizing them for their sums) before tasks
+  // that share rows run side by side.
+  void SetLhsTerms() {
+    const RequantizeScratch memory =
+        RequantizeScratch::In(layout.Worker(scratch, 0).requantize, requantize_width, lhs.cols);
+    for (int line = 0; line < lhs.rows; line += requantize_width) {
+      RequantizePanel(*lhs_requantization, line, std::min(requantize_width, lhs.rows - line),
+                      memory, true);
+    }
+    lhs_terms_set = true;
   }
 
   // The result columns [col_start, col_start + cols) of the chunk for the rows packed in
@@ -603,6 +630,10 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
     // Too few row parts for the threads (a short lhs): split the columns as well.
     task.col_tasks = std::min(col_panels, (threads + row_tasks - 1) / row_tasks);
     task.workers = std::min(threads, row_tasks * task.col_tasks);
+    if (pool != nullptr && task.lhs_requantization != nullptr && task.col_tasks > 1 &&
+        task.workers > 1 && !task.lhs_terms_set) {
+      task.SetLhsTerms();
+    }
     task.next_task = 0;
     if (pool == nullptr || task.workers == 1) {
       task.workers = 1;
