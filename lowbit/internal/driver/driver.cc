@@ -204,17 +204,18 @@ struct GemmTask {
   // into col_sums (pack functions add to the sums they are given).
   void PackRhsColumns(const WorkerScratch& scratch, int col, int cols, char* packed) const {
     std::memset(shared.col_sums + col, 0, sizeof(std::int32_t) * cols);
-    PackLines(kernel.pack_rhs, rhs_transposed, rhs_requantization, kernel.format.rhs_cols,
+    PackLines(kernel.pack_rhs, rhs_transposed, rhs_requantization, true, kernel.format.rhs_cols,
               RhsPanelBytes(), chunk_start + col, cols, packed, shared.col_sums + col, scratch);
   }
 
   // Packs lines [start, start + count) of `lines` (lhs rows or rhs columns, by depth) with
   // `pack`, adding their sums to sums[0 .. count): as they are, or with a requantization a
   // panel of `width` lines at a time, requantized into the worker's scratch and packed from there
-  // while they are in cache, into panels panel_bytes apart. Each line's rescale term is set then.
+  // while they are in cache, into panels panel_bytes apart, setting each line's rescale term
+  // with `set_terms`.
   void PackLines(PackFunction pack, const MatrixView& lines,
-                 const LineRequantization* requantization, int width, std::size_t panel_bytes,
-                 int start, int count, char* packed, std::int32_t* sums,
+                 const LineRequantization* requantization, bool set_terms, int width,
+                 std::size_t panel_bytes, int start, int count, char* packed, std::int32_t* sums,
                  const WorkerScratch& scratch) const {
     const int depth = lhs.cols;
     if (requantization == nullptr) {
@@ -223,9 +224,6 @@ struct GemmTask {
     }
     const RequantizeScratch memory =
         RequantizeScratch::In(scratch.requantize, requantize_width, depth);
-    // The lhs terms are shared by the tasks on the same rows: set up front when there are
-    // several (RunGemm), so that no two workers write them.
-    const bool set_terms = requantization != lhs_requantization || !lhs_terms_set;
     for (int first = 0; first < count; first += width) {
       const int panel_lines = std::min(width, count - first);
       const MatrixView source =
@@ -387,8 +385,10 @@ struct GemmTask {
       }
     } else {
       std::memset(scratch.row_sums, 0, sizeof(std::int32_t) * rows);
-      PackLines(kernel.pack_lhs, lhs, lhs_requantization, kernel.format.lhs_rows, LhsPanelBytes(),
-                row_start, rows, scratch.packed_lhs, scratch.row_sums, scratch);
+      // The lhs terms are shared by the tasks on the same rows: set up front when several run
+      // side by side (RunGemm), so that no two workers write them.
+      PackLines(kernel.pack_lhs, lhs, lhs_requantization, !lhs_terms_set, kernel.format.lhs_rows,
+                LhsPanelBytes(), row_start, rows, scratch.packed_lhs, scratch.row_sums, scratch);
     }
     MakeRowTerms(shared.lhs_offsets + row_start, lhs.cols, rows, scratch.row_sums);
     if (separable_terms) {
