@@ -194,6 +194,54 @@ TEST_P(LargeShapeTest, ShortLhsAgainstAdjacentRhsColumnsMatchReference) {
   }
 }
 
+// The direct product walks the rhs columns along their 64-byte lines, and the lhs copy along
+// the same offsets: columns that start at each offset within a line, with strides of whole
+// lines (every column at the same offset) and not, against 1 to 8 rows. The lhs offsets cancel
+// the uint8 lhs's centring (-128) or are zero for an int8 lhs in half the cases, where the
+// product skips the column sums; result entries past those written must stay untouched.
+TEST_P(LargeShapeTest, ShortLhsAgainstRhsColumnsAtEveryLineOffsetMatchReference) {
+  std::mt19937 random(41);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uint32_t index = 0;
+  for (int lead = 0; lead < 64; lead += 3) {
+    for (int depth : {1, 40, 64, 100, 192}) {
+      for (int stride : {depth, 256}) {
+        const int rows = 1 + static_cast<int>(index % 8);
+        const int cols = 1 + static_cast<int>(index * 7 % 9);
+        const bool lhs_signed = index % 3 == 0;
+        const bool centred = index % 2 == 0;
+        ++index;
+        // Storage on a 64-byte boundary, so that the columns start `lead` bytes into a line.
+        std::vector<std::uint8_t> storage(64 + lead + static_cast<std::size_t>(stride) * cols);
+        for (auto& value : storage) value = static_cast<std::uint8_t>(byte(random));
+        const auto base = reinterpret_cast<std::uintptr_t>(storage.data());
+        const std::uint8_t* first = storage.data() + (64 - base % 64) % 64 + lead;
+        const MatrixMap<const std::uint8_t> rhs(first, depth, cols, Order::kColMajor, stride);
+        const std::int32_t lhs_offset = centred ? (lhs_signed ? 0 : -128) : 77;
+        const std::int32_t rhs_offset = -3;
+        std::vector<std::int32_t> result(static_cast<std::size_t>(rows) * cols + 1, 12345);
+        MatrixMap<std::int32_t> result_map(result.data(), rows, cols, Order::kRowMajor);
+        std::vector<std::int64_t> expected;
+        if (lhs_signed) {
+          OwnedMatrix<std::int8_t> lhs(rows, depth, Order::kRowMajor, 0, &random);
+          Gemm(&context_, lhs.const_map(), rhs, &result_map, lhs_offset, rhs_offset);
+          expected = ReferenceAccumulators(lhs.const_map(), rhs, lhs_offset, rhs_offset);
+        } else {
+          OwnedMatrix<std::uint8_t> lhs(rows, depth, Order::kRowMajor, 0, &random);
+          Gemm(&context_, lhs.const_map(), rhs, &result_map, lhs_offset, rhs_offset);
+          expected = ReferenceAccumulators(lhs.const_map(), rhs, lhs_offset, rhs_offset);
+        }
+        for (std::size_t i = 0; i < expected.size(); ++i) {
+          ASSERT_EQ(result[i], expected[i])
+              << "entry " << i << " of " << rows << "x" << depth << "x" << cols << ", lead " << lead
+              << ", stride " << stride << ", lhs offset " << lhs_offset;
+        }
+        ASSERT_EQ(result.back(), 12345) << "written past the result";
+      }
+    }
+  }
+}
+
 TEST_P(LargeShapeTest, LargeShapesMatchReference) {
   std::uint32_t index = 11;
   for (const Shape shape : {Shape{256, 256, 256}, Shape{1031, 1237, 17}, Shape{67, 1500, 389}}) {

@@ -52,8 +52,18 @@ struct WorkerScratch {
 };
 
 // Where a GEMM's tiles read the rhs from: a chunk packed up front and shared, a block per worker
-// (packed or unfolded just before use), or where it lies (prepacked, or read unpacked).
-enum class RhsMemory { kSharedChunk, kWorkerBlock, kNone };
+// (packed or unfolded just before use), where it lies prepacked, or where it lies unpacked (the
+// direct product, whose lhs rows take whole cache lines: DirectLhsBytes).
+enum class RhsMemory { kSharedChunk, kWorkerBlock, kPrepacked, kUnpacked };
+
+// The row stride of the lhs rows a DirectRhsFunction reads: whole cache lines, so that rows
+// copied to the same offset within a line as the rhs columns (up to 63 bytes in) all keep it.
+inline std::ptrdiff_t DirectLhsStride(int depth) {
+  return static_cast<std::ptrdiff_t>(AlignUp(static_cast<std::size_t>(depth)));
+}
+inline std::size_t DirectLhsBytes(int depth) {
+  return 64 + static_cast<std::size_t>(kMaxDirectRhsRows) * DirectLhsStride(depth);
+}
 
 // Scratch memory: the shared packed rhs chunk (for RhsMemory::kSharedChunk), column sums and
 // effective offsets, then one slot per worker for its packed lhs rows, row sums, accumulator
@@ -81,8 +91,11 @@ struct ScratchLayout {
         col_sums_bytes(AlignUp(sizeof(std::int32_t) * blocking.rhs_cols)),
         lhs_offsets_bytes(AlignUp(sizeof(std::int32_t) * rows)),
         rhs_offsets_bytes(AlignUp(sizeof(std::int32_t) * cols)),
-        packed_lhs_bytes(AlignUp(
-            PackedBytes(format.lhs_type, static_cast<std::int64_t>(blocking.rows) * padded_depth))),
+        packed_lhs_bytes(
+            rhs_memory == RhsMemory::kUnpacked
+                ? DirectLhsBytes(padded_depth)
+                : AlignUp(PackedBytes(format.lhs_type,
+                                      static_cast<std::int64_t>(blocking.rows) * padded_depth))),
         row_sums_bytes(AlignUp(sizeof(std::int32_t) * blocking.rows)),
         row_parts_bytes(row_sums_bytes),
         col_parts_bytes(AlignUp(sizeof(std::int32_t) * blocking.cols)),

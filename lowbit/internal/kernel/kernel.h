@@ -106,11 +106,14 @@ using MicroKernelFunction = void (*)(const void* lhs_panel, const void* rhs_pane
 // their depth values adjacent: packing such an rhs costs more than the product of a few rows.
 // acc[i * acc_stride + j] = sum over d of lhs(i, d) * rhs(j, d), and col_sums[j] = sum over d of
 // rhs(j, d), for rows i < `rows` (1 .. kMaxDirectRhsRows) and columns j < `cols` of rhs_columns
-// from `first_column` on, in wrapping int32 arithmetic. lhs holds the rows one after another,
-// `depth` values each, as packed for format.lhs_type; rhs(j, d) is the value packing for
+// from `first_column` on, in wrapping int32 arithmetic. lhs row i holds its `depth` values from
+// lhs + i * lhs_stride on, as packed for format.lhs_type; rhs(j, d) is the value packing for
 // format.rhs_type would store (PackedValueShift). rhs_columns is the rhs seen transposed,
-// row-major.
-using DirectRhsFunction = void (*)(const void* lhs, int rows, int depth,
+// row-major. A null col_sums asks for no column sums: the caller's lhs offsets are all zero.
+// The product may read whole cache lines around the rows and columns (masked, with no effect):
+// lhs rows that start where the rhs columns do within their 64-byte lines (the driver's DirectLhs)
+// are read a line at a time, as the columns are.
+using DirectRhsFunction = void (*)(const void* lhs, std::ptrdiff_t lhs_stride, int rows, int depth,
                                    const MatrixView& rhs_columns, int first_column, int cols,
                                    std::int32_t* acc, int acc_stride, std::int32_t* col_sums);
 constexpr int kMaxDirectRhsRows = 8;

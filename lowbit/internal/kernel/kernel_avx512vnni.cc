@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 // <immintrin.h> through this header first: without GCC 12's false -Wuninitialized reports.
@@ -239,38 +240,44 @@ std::int32_t SumOfLanes(__m512i v) {
   return _mm_cvtsi128_si32(quarter);
 }
 
-// One step of DirectColumns: 64 depth values from `d` on, those outside `mask` read as zeros.
-template <int kRows, int kCols>
-__attribute__((always_inline)) inline void DirectStep(const std::int8_t* lhs, int depth,
-                                                      const std::uint8_t* rhs,
-                                                      std::ptrdiff_t stride, int d, __mmask64 mask,
-                                                      __m512i delta, __m512i ones,
-                                                      __m512i (&sums)[kRows][kCols],
-                                                      __m512i (&col)[kCols]) {
+// One step of DirectColumns: 64 depth values from `d` on, those outside `mask` read as zeros
+// (`ones` masked the same, for the column sums).
+template <int kRows, int kCols, bool kSumColumns>
+__attribute__((always_inline)) inline void DirectStep(
+    const std::int8_t* lhs, std::ptrdiff_t lhs_stride, const std::uint8_t* rhs,
+    std::ptrdiff_t stride, std::ptrdiff_t d, __mmask64 mask, __m512i delta, __m512i ones,
+    __m512i (&sums)[kRows][kCols], __m512i (&col)[kCols]) {
   __m512i values[kCols];
 #pragma GCC unroll 4
   for (int j = 0; j < kCols; ++j) {
     values[j] = _mm512_add_epi8(_mm512_maskz_loadu_epi8(mask, rhs + j * stride + d), delta);
-    col[j] = _mm512_dpbusd_epi32(col[j], values[j], ones);
+    if (kSumColumns) col[j] = _mm512_dpbusd_epi32(col[j], values[j], ones);
   }
 #pragma GCC unroll 8
   for (int i = 0; i < kRows; ++i) {
-    const __m512i row =
-        _mm512_maskz_loadu_epi8(mask, lhs + static_cast<std::ptrdiff_t>(i) * depth + d);
+    const __m512i row = _mm512_maskz_loadu_epi8(mask, lhs + i * lhs_stride + d);
 #pragma GCC unroll 4
     for (int j = 0; j < kCols; ++j) sums[i][j] = _mm512_dpbusd_epi32(sums[i][j], values[j], row);
   }
 }
 
+// `bytes` before `p`, as an address: only masked loads, which leave the bytes before `p` alone,
+// read there.
+template <typename T>
+const T* LineStart(const T* p, std::uintptr_t bytes) {
+  return reinterpret_cast<const T*>(reinterpret_cast<std::uintptr_t>(p) - bytes);
+}
+
 // kCols rhs columns of the direct product (DirectRhsFunction) against kRows lhs rows: 64 depth
 // values of each column a step, one vpdpbusd per row and column and one by ones for the column's
-// sum, reduced to single sums after the last step. Masked loads read the last partial step: the
-// lhs bytes past the depth load as zeros and the ones vector is masked too, so that what lies
-// beyond an rhs column's depth adds nothing.
-template <int kRows, int kCols>
-void DirectColumns(const std::int8_t* lhs, int depth, const std::uint8_t* rhs,
-                   std::ptrdiff_t stride, __m512i delta, std::int32_t* acc, int acc_stride,
-                   std::int32_t* col_sums) {
+// sum where kSumColumns, reduced to single sums after the last step. The steps follow the first
+// column's 64-byte lines: a load across two lines costs the streamed rhs both (1 x 1024 x 1024
+// with columns 16 bytes into their lines: 110 GOPS across lines, 185 along them). Masked loads
+// read the partial first and last steps: the bytes outside the depth load as zeros.
+template <int kRows, int kCols, bool kSumColumns>
+void DirectColumns(const std::int8_t* lhs, std::ptrdiff_t lhs_stride, int depth,
+                   const std::uint8_t* rhs, std::ptrdiff_t stride, __m512i delta, std::int32_t* acc,
+                   int acc_stride, std::int32_t* col_sums) {
   constexpr int kStep = 64;
   const __m512i ones = _mm512_set1_epi8(1);
   __m512i sums[kRows][kCols];
@@ -281,24 +288,35 @@ void DirectColumns(const std::int8_t* lhs, int depth, const std::uint8_t* rhs,
 #pragma GCC unroll 8
     for (int i = 0; i < kRows; ++i) sums[i][j] = _mm512_setzero_si512();
   }
-  // The last partial step first, then whole steps with a constant mask, so that the lhs loads
-  // fold into vpdpbusd. With the partial step after the loop, GCC kept copies of the
-  // accumulators for it: a register move or a store to the stack for most vpdpbusd in the loop,
-  // and 8 x 1024 x 1024 ran at 295 GOPS against 327. (Reducing 16 accumulators at once by a
-  // transposing tree ran slower, before and after that change: 1 x 1024 x 1024 153 -> 127 GOPS,
-  // 8 rows no faster.)
-  const int whole_depth = depth / kStep * kStep;
-  if (whole_depth < depth) {
-    const __mmask64 mask = (__mmask64{1} << (depth - whole_depth)) - 1;
-    DirectStep<kRows, kCols>(lhs, depth, rhs, stride, whole_depth, mask, delta,
-                             _mm512_maskz_mov_epi8(mask, ones), sums, col);
-  }
-  for (int d = 0; d < whole_depth; d += kStep) {
-    DirectStep<kRows, kCols>(lhs, depth, rhs, stride, d, ~__mmask64{0}, delta, ones, sums, col);
+  // Depth value d is at line offset lead + d.
+  const int lead = static_cast<int>(reinterpret_cast<std::uintptr_t>(rhs) % kStep);
+  lhs = LineStart(lhs, lead);
+  rhs = LineStart(rhs, lead);
+  const std::ptrdiff_t end = lead + static_cast<std::ptrdiff_t>(depth);
+  const std::ptrdiff_t whole_end = end / kStep * kStep;
+  const __mmask64 all = ~__mmask64{0};
+  // The first line's step, from lead to the end of the depth or of the line (nothing for an empty
+  // depth), and the last line's, where the depth ends inside a later line (else nothing).
+  const __mmask64 head = (all << lead) & (end < kStep ? ~(all << end) : all);
+  const __mmask64 tail = end > kStep && end > whole_end ? ~(all << (end - whole_end)) : 0;
+  // The partial steps first and unconditionally, then whole steps with a constant mask, so that
+  // the lhs loads fold into vpdpbusd and the accumulators stay where they are. With a partial step
+  // after the loop, or steps under conditions, GCC kept copies of the accumulators: a register
+  // move or a store to the stack for most vpdpbusd in the loop (8 x 1024 x 1024 at 295 GOPS
+  // against 327). Reducing the accumulators by a transposing tree (45 instructions for 16 sums
+  // instead of 144) brings those copies back on 8 rows: 1 x 1024 x 1024 178 -> 190 GOPS, but
+  // 8 x 1024 x 1024 358 -> 320.
+  DirectStep<kRows, kCols, kSumColumns>(lhs, lhs_stride, rhs, stride, 0, head, delta,
+                                        _mm512_maskz_mov_epi8(head, ones), sums, col);
+  DirectStep<kRows, kCols, kSumColumns>(lhs, lhs_stride, rhs, stride, whole_end, tail, delta,
+                                        _mm512_maskz_mov_epi8(tail, ones), sums, col);
+  for (std::ptrdiff_t d = kStep; d < whole_end; d += kStep) {
+    DirectStep<kRows, kCols, kSumColumns>(lhs, lhs_stride, rhs, stride, d, all, delta, ones, sums,
+                                          col);
   }
 #pragma GCC unroll 4
   for (int j = 0; j < kCols; ++j) {
-    col_sums[j] = SumOfLanes(col[j]);
+    if (kSumColumns) col_sums[j] = SumOfLanes(col[j]);
 #pragma GCC unroll 8
     for (int i = 0; i < kRows; ++i) acc[i * acc_stride + j] = SumOfLanes(sums[i][j]);
   }
@@ -306,9 +324,9 @@ void DirectColumns(const std::int8_t* lhs, int depth, const std::uint8_t* rhs,
 
 // Four columns at a time for up to four rows, three for up to six, two for more: the
 // accumulators, a step's rhs values and two constants stay within the 32 zmm registers.
-void DirectRhsAvx512Vnni(const void* lhs, int rows, int depth, const MatrixView& rhs_columns,
-                         int first_column, int cols, std::int32_t* acc, int acc_stride,
-                         std::int32_t* col_sums) {
+void DirectRhsAvx512Vnni(const void* lhs, std::ptrdiff_t lhs_stride, int rows, int depth,
+                         const MatrixView& rhs_columns, int first_column, int cols,
+                         std::int32_t* acc, int acc_stride, std::int32_t* col_sums) {
   const auto* lhs_values = static_cast<const std::int8_t*>(lhs);
   const std::ptrdiff_t stride = rhs_columns.stride;
   const auto* rhs = static_cast<const std::uint8_t*>(rhs_columns.data) + first_column * stride;
@@ -319,14 +337,22 @@ void DirectRhsAvx512Vnni(const void* lhs, int rows, int depth, const MatrixView&
   ForRowCount<kMaxDirectRhsRows>(rows, [&](auto row_count) {
     constexpr int kRows = decltype(row_count)::value;
     constexpr int kCols = kRows <= 4 ? 4 : kRows <= 6 ? 3 : 2;
-    int j = 0;
-    for (; j + kCols <= cols; j += kCols) {
-      DirectColumns<kRows, kCols>(lhs_values, depth, rhs + j * stride, stride, delta, acc + j,
-                                  acc_stride, col_sums + j);
-    }
-    for (; j < cols; ++j) {
-      DirectColumns<kRows, 1>(lhs_values, depth, rhs + j * stride, stride, delta, acc + j,
-                              acc_stride, col_sums + j);
+    const auto run = [&](auto sum_columns) {
+      constexpr bool kSumColumns = decltype(sum_columns)::value;
+      int j = 0;
+      for (; j + kCols <= cols; j += kCols) {
+        DirectColumns<kRows, kCols, kSumColumns>(lhs_values, lhs_stride, depth, rhs + j * stride,
+                                                 stride, delta, acc + j, acc_stride, col_sums + j);
+      }
+      for (; j < cols; ++j) {
+        DirectColumns<kRows, 1, kSumColumns>(lhs_values, lhs_stride, depth, rhs + j * stride,
+                                             stride, delta, acc + j, acc_stride, col_sums + j);
+      }
+    };
+    if (col_sums != nullptr) {
+      run(std::true_type());
+    } else {
+      run(std::false_type());
     }
   });
 }
