@@ -1,10 +1,10 @@
 // AVX-512 packing (see pack_x86.h), compiled with -mavx2 -mavx512f -mavx512bw -mavx512vnni:
-// uint8 byte groups for the whole panels of 16 or 32 rows of a source whose rows run along the
-// depth, 64 depth values a step, which are the AVX-512 VNNI kernel's rhs panels; and byte
-// groups of either type, in panels of any width, of a source whose rows are adjacent (a
-// column-major lhs, a row-major rhs), 32 rows and 4 depth values a step. Everything else (the
-// depth tail of the first, a last partial panel of it, other widths) goes to
-// PackByteGroupsAvx2, which writes the same layout.
+// byte groups for the whole panels of a source whose rows run along the depth, 64 depth values a
+// step: uint8 panels of 16 or 32 rows (the AVX-512 VNNI kernel's rhs panels) and pairs of 8-row
+// panels of either type (its lhs panels); and byte groups of either type, in panels of any width,
+// of a source whose rows are adjacent (a column-major lhs, a row-major rhs), 32 rows and 4 depth
+// values a step. Everything else (the depth tails of the first, a last partial panel or pair,
+// other widths) goes to PackByteGroupsAvx2, which writes the same layout.
 #include <cstddef>
 #include <cstdint>
 
@@ -18,32 +18,82 @@ namespace {
 constexpr int kStep = 64;  // depth values per row and step: 16 groups of 4, one register
 constexpr int kGroup = 4;
 
-// The steps of one whole panel of `width` rows (a multiple of 16) of kUint8 values. A step of 16
-// rows is a 16 x 16 square of 4-byte groups: transposed, register g holds those rows' group g in
-// row order, which is where the layout wants it. vpdpbusd by ones adds each group's 4 values to
-// its row's sum. The AVX2 packer's 4-row steps took three quarters of a 1 x 1024 x 1024 GEMM's
-// time.
-void PackUint8PanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, int width, int depth,
-                         __m512i delta, std::uint8_t* out, std::int32_t* sums) {
+// Depth values [d, d + 64) of the 16 rows from rows_base on, stored as `delta` shifts them, as
+// a 16 x 16 square of 4-byte groups transposed: register g holds those rows' group g in row
+// order, which is where the layout wants it; and each group's 4 values added to its row's lane of
+// row_sums (vpdpbusd by ones, the ones on the unsigned side for int8 values). Four partial sums
+// (PartialRowSums) so that the additions are four short chains: through one, the 16 vpdpbusd of 5
+// cycles' latency each made a step's time.
+using PartialRowSums = __m512i[4];
+
+template <PackedType kType>
+__attribute__((always_inline)) inline void TransposedGroups(const std::uint8_t* rows_base,
+                                                            std::ptrdiff_t stride, int d,
+                                                            __m512i delta, __m512i (&groups)[16],
+                                                            PartialRowSums& row_sums) {
   const __m512i ones = _mm512_set1_epi8(1);
+  for (int i = 0; i < 16; ++i) {
+    groups[i] = _mm512_add_epi8(_mm512_loadu_si512(rows_base + i * stride + d), delta);
+  }
+  TransposeInt32x16x16(groups);
+  for (int g = 0; g < 16; ++g) {
+    __m512i& sums = row_sums[g % 4];
+    sums = kType == PackedType::kUint8 ? _mm512_dpbusd_epi32(sums, groups[g], ones)
+                                       : _mm512_dpbusd_epi32(sums, ones, groups[g]);
+  }
+}
+
+// Adds the rows' sums in row_sums to the 16 at `sums`.
+inline void AddRowSums(const PartialRowSums& row_sums, std::int32_t* sums) {
+  const __m512i total = _mm512_add_epi32(_mm512_add_epi32(row_sums[0], row_sums[1]),
+                                         _mm512_add_epi32(row_sums[2], row_sums[3]));
+  _mm512_storeu_si512(sums, _mm512_add_epi32(_mm512_loadu_si512(sums), total));
+}
+
+// The steps of one whole panel of `width` rows (a multiple of 16) of kUint8 values, 16 rows at
+// a time. The AVX2 packer's 4-row steps took three quarters of a 1 x 1024 x 1024 GEMM's time.
+void PackUint8PanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, int width, int depth,
+                         std::int8_t delta, std::uint8_t* out, std::int32_t* sums) {
+  const __m512i delta_bytes = _mm512_set1_epi8(delta);
   for (int first = 0; first < width; first += 16) {
-    __m512i row_sums = _mm512_setzero_si512();
+    PartialRowSums row_sums = {_mm512_setzero_si512(), _mm512_setzero_si512(),
+                               _mm512_setzero_si512(), _mm512_setzero_si512()};
     for (int d = 0; d < depth; d += kStep) {
       __m512i groups[16];
-      for (int i = 0; i < 16; ++i) {
-        groups[i] =
-            _mm512_add_epi8(_mm512_loadu_si512(rows_base + (first + i) * stride + d), delta);
-      }
-      TransposeInt32x16x16(groups);
+      TransposedGroups<PackedType::kUint8>(rows_base + first * stride, stride, d, delta_bytes,
+                                           groups, row_sums);
       for (int g = 0; g < 16; ++g) {
-        row_sums = _mm512_dpbusd_epi32(row_sums, groups[g], ones);
         const std::ptrdiff_t group = d / kGroup + g;
         _mm512_storeu_si512(out + (group * width + first) * kGroup, groups[g]);
       }
     }
-    std::int32_t* first_sums = sums + first;
-    _mm512_storeu_si512(first_sums, _mm512_add_epi32(_mm512_loadu_si512(first_sums), row_sums));
+    AddRowSums(row_sums, sums + first);
   }
+}
+
+// The steps of two whole 8-row panels (the AVX-512 VNNI kernel's lhs panels), panel_bytes
+// apart, together: each transposed group holds the first panel's rows in its low half and the
+// second's in its high half. Through the AVX2 packer's 4-row steps, packing the lhs took 8% of a
+// 64 x 64 x 64 GEMM.
+template <PackedType kType>
+void PackEightRowPanelPairSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, int depth,
+                                std::ptrdiff_t panel_bytes, std::int8_t delta, std::uint8_t* out,
+                                std::int32_t* sums) {
+  constexpr int kWidth = 8;
+  const __m512i delta_bytes = _mm512_set1_epi8(delta);
+  PartialRowSums row_sums = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                             _mm512_setzero_si512()};
+  for (int d = 0; d < depth; d += kStep) {
+    __m512i groups[16];
+    TransposedGroups<kType>(rows_base, stride, d, delta_bytes, groups, row_sums);
+    for (int g = 0; g < 16; ++g) {
+      std::uint8_t* const step_out = out + (d / kGroup + g) * kWidth * kGroup;
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(step_out), _mm512_castsi512_si256(groups[g]));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(step_out + panel_bytes),
+                          _mm512_extracti64x4_epi64(groups[g], 1));
+    }
+  }
+  AddRowSums(row_sums, sums);
 }
 
 // Rows [0, count) of a source whose rows are adjacent for a fixed depth, in panels of `width`
@@ -56,7 +106,8 @@ void PackUint8PanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, i
 // the ones take maddubs' unsigned side).
 template <PackedType kType>
 void PackRowsAdjacent(const std::uint8_t* rows_base, std::ptrdiff_t stride, int count, int width,
-                      int depth, __m256i delta, std::uint8_t* out, std::int32_t* sums) {
+                      int depth, std::int8_t delta, std::uint8_t* out, std::int32_t* sums) {
+  const __m512i delta_bytes = _mm512_set1_epi8(delta);
   const int padded_depth = (depth + kGroup - 1) / kGroup * kGroup;
   const int padded_rows = (count + width - 1) / width * width;
   const std::ptrdiff_t panel_size = static_cast<std::ptrdiff_t>(width) * padded_depth;
@@ -103,7 +154,7 @@ void PackRowsAdjacent(const std::uint8_t* rows_base, std::ptrdiff_t stride, int 
                               _mm512_maskz_loadu_epi8(
                                   present,
                                   rows_base + static_cast<std::ptrdiff_t>(d + j) * stride + first),
-                              _mm512_castsi256_si512(delta)))
+                              delta_bytes))
                         : _mm256_setzero_si256();
         }
         const __m256i low01 = _mm256_unpacklo_epi8(line[0], line[1]);
@@ -152,7 +203,10 @@ void PackRowsAdjacent(const std::uint8_t* rows_base, std::ptrdiff_t stride, int 
 
 void PackByteGroupsAvx512(const MatrixView& source, PackedType type, int panel_width, int start,
                           int count, int depth_start, int depth, void* packed, std::int32_t* sums) {
-  const __m512i delta = _mm512_set1_epi8(static_cast<char>(-PackedValueShift(type, source)));
+  // A byte, not a vector, to the functions below: GCC leaves the upper halves of the vector
+  // registers dirty on returning from a function with vector arguments (no vzeroupper), and
+  // the driver's SSE code after it then ran slower: 64 x 64 x 64 GEMMs 4% slower in all.
+  const auto delta = static_cast<std::int8_t>(-PackedValueShift(type, source));
   const auto steps = [&](const std::uint8_t* rows_base, int stepped_depth, std::uint8_t* out,
                          std::int32_t* panel_sums) {
     PackUint8PanelSteps(rows_base, source.stride, panel_width, stepped_depth, delta, out,
@@ -166,14 +220,45 @@ void PackByteGroupsAvx512(const MatrixView& source, PackedType type, int panel_w
   if (source.order == Order::kColMajor) {
     const auto* rows_base = static_cast<const std::uint8_t*>(source.data) +
                             static_cast<std::ptrdiff_t>(depth_start) * source.stride + start;
-    const __m256i delta256 = _mm256_set1_epi8(static_cast<char>(-PackedValueShift(type, source)));
     auto* out = static_cast<std::uint8_t*>(packed);
     if (type == PackedType::kUint8) {
       PackRowsAdjacent<PackedType::kUint8>(rows_base, source.stride, count, panel_width, depth,
-                                           delta256, out, sums);
+                                           delta, out, sums);
     } else {
       PackRowsAdjacent<PackedType::kInt8>(rows_base, source.stride, count, panel_width, depth,
-                                          delta256, out, sums);
+                                          delta, out, sums);
+    }
+    return;
+  }
+  if (panel_width == 8) {
+    // Pairs of whole panels, each with its depth tail; then a last single or partial panel.
+    const int pairs = count / 16;
+    const int stepped_depth = depth / kStep * kStep;
+    const std::ptrdiff_t panel_bytes =
+        static_cast<std::ptrdiff_t>(panel_width) * RoundUp(depth, kGroup);
+    const auto* data = static_cast<const std::uint8_t*>(source.data);
+    auto* out = static_cast<std::uint8_t*>(packed);
+    for (int pair = 0; pair < pairs; ++pair) {
+      const int first_row = start + 16 * pair;
+      const std::uint8_t* rows_base =
+          data + static_cast<std::ptrdiff_t>(first_row) * source.stride + depth_start;
+      std::uint8_t* pair_out = out + 2 * pair * panel_bytes;
+      std::int32_t* pair_sums = sums + 16 * pair;
+      if (type == PackedType::kUint8) {
+        PackEightRowPanelPairSteps<PackedType::kUint8>(rows_base, source.stride, stepped_depth,
+                                                       panel_bytes, delta, pair_out, pair_sums);
+      } else {
+        PackEightRowPanelPairSteps<PackedType::kInt8>(rows_base, source.stride, stepped_depth,
+                                                      panel_bytes, delta, pair_out, pair_sums);
+      }
+      for (int half = 0; half < 2 && stepped_depth < depth; ++half) {
+        rest(first_row + 8 * half, 8, depth_start + stepped_depth, depth - stepped_depth,
+             pair_out + half * panel_bytes + stepped_depth * panel_width, pair_sums + 8 * half);
+      }
+    }
+    if (16 * pairs < count) {
+      rest(start + 16 * pairs, count - 16 * pairs, depth_start, depth,
+           out + 2 * pairs * panel_bytes, sums + 16 * pairs);
     }
     return;
   }
