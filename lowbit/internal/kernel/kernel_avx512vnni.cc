@@ -261,7 +261,7 @@ inline __m128i SumsOfLanes(__m512i a, __m512i b, __m512i c, __m512i d) {
 
 // One step of DirectColumns: 64 depth values from `d` on, those outside `mask` read as zeros
 // (`ones` masked the same, for the column sums).
-template <int kRows, int kCols, bool kSumColumns>
+template <int kRows, int kCols, bool kSumColumns, bool kShifted>
 __attribute__((always_inline)) inline void DirectStep(
     const std::int8_t* lhs, std::ptrdiff_t lhs_stride, const std::uint8_t* rhs,
     std::ptrdiff_t stride, std::ptrdiff_t d, __mmask64 mask, __m512i delta, __m512i ones,
@@ -269,7 +269,8 @@ __attribute__((always_inline)) inline void DirectStep(
   __m512i values[kCols];
 #pragma GCC unroll 4
   for (int j = 0; j < kCols; ++j) {
-    values[j] = _mm512_add_epi8(_mm512_maskz_loadu_epi8(mask, rhs + j * stride + d), delta);
+    values[j] = _mm512_maskz_loadu_epi8(mask, rhs + j * stride + d);
+    if (kShifted) values[j] = _mm512_add_epi8(values[j], delta);
     if (kSumColumns) col[j] = _mm512_dpbusd_epi32(col[j], values[j], ones);
   }
 #pragma GCC unroll 8
@@ -289,11 +290,14 @@ const T* LineStart(const T* p, std::uintptr_t bytes) {
 
 // kCols rhs columns of the direct product (DirectRhsFunction) against kRows lhs rows: 64 depth
 // values of each column a step, one vpdpbusd per row and column and one by ones for the column's
-// sum where kSumColumns, reduced to single sums after the last step. The steps follow the first
-// column's 64-byte lines: a load across two lines costs the streamed rhs both (1 x 1024 x 1024
-// with columns 16 bytes into their lines: 110 GOPS across lines, 185 along them). Masked loads
-// read the partial first and last steps: the bytes outside the depth load as zeros.
-template <int kRows, int kCols, bool kSumColumns>
+// sum where kSumColumns, reduced to single sums after the last step. Values are shifted by
+// `delta` only where kShifted: for uint8 rhs values, as the benchmarks' are, the vpaddb of each
+// value vector cost 1 x 1024 x 1024 15% (185 -> 217 GOPS without), 8 rows 9% (376 -> 413). The
+// steps follow the first column's 64-byte lines: a load across two lines costs the streamed rhs
+// both (1 x 1024 x 1024 with columns 16 bytes into their lines: 110 GOPS across lines, 185 along
+// them). Masked loads read the partial first and last steps: the bytes outside the depth load as
+// zeros.
+template <int kRows, int kCols, bool kSumColumns, bool kShifted>
 void DirectColumns(const std::int8_t* lhs, std::ptrdiff_t lhs_stride, int depth,
                    const std::uint8_t* rhs, std::ptrdiff_t stride, __m512i delta, std::int32_t* acc,
                    int acc_stride, std::int32_t* col_sums) {
@@ -325,13 +329,14 @@ void DirectColumns(const std::int8_t* lhs, std::ptrdiff_t lhs_stride, int depth,
   // against 327). So did reducing all the accumulators at once by a transposing tree (45
   // instructions for 16 sums): 8 x 1024 x 1024 358 -> 320 GOPS. Four at a time, a row's or two
   // rows' (SumsOfLanes), they stay put: 340 -> 379, and 1 x 1024 x 1024 178 -> 185.
-  DirectStep<kRows, kCols, kSumColumns>(lhs, lhs_stride, rhs, stride, 0, head, delta,
-                                        _mm512_maskz_mov_epi8(head, ones), sums, col);
-  DirectStep<kRows, kCols, kSumColumns>(lhs, lhs_stride, rhs, stride, whole_end, tail, delta,
-                                        _mm512_maskz_mov_epi8(tail, ones), sums, col);
+  DirectStep<kRows, kCols, kSumColumns, kShifted>(lhs, lhs_stride, rhs, stride, 0, head, delta,
+                                                  _mm512_maskz_mov_epi8(head, ones), sums, col);
+  DirectStep<kRows, kCols, kSumColumns, kShifted>(lhs, lhs_stride, rhs, stride, whole_end, tail,
+                                                  delta, _mm512_maskz_mov_epi8(tail, ones), sums,
+                                                  col);
   for (std::ptrdiff_t d = kStep; d < whole_end; d += kStep) {
-    DirectStep<kRows, kCols, kSumColumns>(lhs, lhs_stride, rhs, stride, d, all, delta, ones, sums,
-                                          col);
+    DirectStep<kRows, kCols, kSumColumns, kShifted>(lhs, lhs_stride, rhs, stride, d, all, delta,
+                                                    ones, sums, col);
   }
   // Four sums at a time where they go to whole rows of 4 or pairs of rows of 2.
   int reduced_rows = 0;
@@ -373,27 +378,37 @@ void DirectRhsAvx512Vnni(const void* lhs, std::ptrdiff_t lhs_stride, int rows, i
   const auto* rhs = static_cast<const std::uint8_t*>(rhs_columns.data) + first_column * stride;
   // The rhs values as packing to kFormat.rhs_type (kUint8) stores them, unsigned for vpdpbusd:
   // int8 values + 2^(bits - 1).
-  const __m512i delta =
-      _mm512_set1_epi8(static_cast<char>(-PackedValueShift(kFormat.rhs_type, rhs_columns)));
+  const int shift = PackedValueShift(kFormat.rhs_type, rhs_columns);
+  const __m512i delta = _mm512_set1_epi8(static_cast<char>(-shift));
   ForRowCount<kMaxDirectRhsRows>(rows, [&](auto row_count) {
     constexpr int kRows = decltype(row_count)::value;
     constexpr int kCols = kRows <= 4 ? 4 : kRows <= 6 ? 3 : 2;
-    const auto run = [&](auto sum_columns) {
+    const auto run = [&](auto sum_columns, auto shifted) {
       constexpr bool kSumColumns = decltype(sum_columns)::value;
+      constexpr bool kShifted = decltype(shifted)::value;
       int j = 0;
       for (; j + kCols <= cols; j += kCols) {
-        DirectColumns<kRows, kCols, kSumColumns>(lhs_values, lhs_stride, depth, rhs + j * stride,
-                                                 stride, delta, acc + j, acc_stride, col_sums + j);
+        DirectColumns<kRows, kCols, kSumColumns, kShifted>(lhs_values, lhs_stride, depth,
+                                                           rhs + j * stride, stride, delta, acc + j,
+                                                           acc_stride, col_sums + j);
       }
       for (; j < cols; ++j) {
-        DirectColumns<kRows, 1, kSumColumns>(lhs_values, lhs_stride, depth, rhs + j * stride,
-                                             stride, delta, acc + j, acc_stride, col_sums + j);
+        DirectColumns<kRows, 1, kSumColumns, kShifted>(lhs_values, lhs_stride, depth,
+                                                       rhs + j * stride, stride, delta, acc + j,
+                                                       acc_stride, col_sums + j);
+      }
+    };
+    const auto with_shift = [&](auto sum_columns) {
+      if (shift != 0) {
+        run(sum_columns, std::true_type());
+      } else {
+        run(sum_columns, std::false_type());
       }
     };
     if (col_sums != nullptr) {
-      run(std::true_type());
+      with_shift(std::true_type());
     } else {
-      run(std::false_type());
+      with_shift(std::false_type());
     }
   });
 }
