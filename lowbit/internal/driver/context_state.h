@@ -37,6 +37,7 @@ class ContextState {
   // tests raise it to check the partitioning of every thread count on any machine.
   int cores;
   ThreadChoice thread_choice;
+  BlockingCache blocking;
 
   // A pool of at least `threads` (>= 2) threads, created on first use and re-created only to
   // grow, so that GEMMs of different sizes do not churn threads.

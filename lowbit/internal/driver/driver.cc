@@ -532,7 +532,7 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
       target.program != nullptr ? OutputWriterFor(resolved_kernel) : nullptr;
   const KernelFormat& format = kernel.format;
   const int rows = lhs.rows, cols = rhs.cols, depth = lhs.cols;
-  const Blocking blocking = ComputeBlocking(format, state.caches, rows, cols, depth);
+  const Blocking blocking = state.blocking.For(format, state.caches, rows, cols, depth);
   const int padded_depth = RoundUp(depth, format.depth_group);
   const int row_panels = (rows + format.lhs_rows - 1) / format.lhs_rows;
   // A thread's share must outweigh handing it over (and, on a busy machine, waiting for a core):
