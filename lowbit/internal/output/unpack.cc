@@ -4,16 +4,9 @@
 
 #include <algorithm>
 
-// Unpacking runs once per result entry, outside the kernels' ISA files: GCC compiles an AVX2
-// clone as well, chosen when the program loads (target_clones), for four doubles (eight int32)
-// per instruction instead of two (four).
-// Sanitizer builds keep one plain version: they need no speed, and their runtimes start after
-// the loader resolves the clones.
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define LOWBIT_UNPACK_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define LOWBIT_UNPACK_CLONES
-#endif
+// Unpacking runs once per result entry, outside the kernels' ISA files: its AVX2 clones
+// (avx2_clones.h) take four doubles (eight int32) per instruction instead of two (four).
+#include "lowbit/internal/driver/avx2_clones.h"
 
 namespace lowbit {
 namespace internal {
@@ -33,7 +26,7 @@ void MakeRowTerms(const std::int32_t* lhs_offsets, int depth, int rows, std::int
   }
 }
 
-LOWBIT_UNPACK_CLONES
+LOWBIT_AVX2_CLONES
 void ScaleTerms(std::int32_t factor, const std::int32_t* values, std::int32_t addend, int count,
                 std::int32_t* out) {
   // Unsigned, so that wrapping is defined.
@@ -44,7 +37,7 @@ void ScaleTerms(std::int32_t factor, const std::int32_t* values, std::int32_t ad
   }
 }
 
-LOWBIT_UNPACK_CLONES
+LOWBIT_AVX2_CLONES
 void AddOffsetTerms(const std::int32_t* lhs_offsets, const std::int32_t* row_terms, int rows,
                     const std::int32_t* rhs_offsets, const std::int32_t* col_sums, int cols,
                     std::int32_t* acc, int acc_stride) {
@@ -69,10 +62,9 @@ void AddOffsetTerms(const std::int32_t* lhs_offsets, const std::int32_t* row_ter
 #else
 #define LOWBIT_NO_TRAPPING_MATH __attribute__((optimize("no-trapping-math")))
 #endif
-LOWBIT_UNPACK_CLONES LOWBIT_NO_TRAPPING_MATH void RescaleBlock(const Rescale& rescale,
-                                                               int row_start, int rows,
-                                                               int col_start, int cols,
-                                                               std::int32_t* acc, int acc_stride) {
+LOWBIT_AVX2_CLONES LOWBIT_NO_TRAPPING_MATH void RescaleBlock(const Rescale& rescale, int row_start,
+                                                             int rows, int col_start, int cols,
+                                                             std::int32_t* acc, int acc_stride) {
   // Doubles, so that the loop vectorizes; they compute exactly what int64 would. Under the
   // depth guard every product and sum below is an integer of magnitude < 2^52
   // (lowbit/internal/driver/bit_depth.cc), so each is exact. The quotient n / divisor with divisor

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "lowbit/internal/driver/avx2_clones.h"
 #include "lowbit/internal/quantization/quantization_checks.h"
 #include "lowbit/public/error.h"
 
@@ -89,16 +90,10 @@ void CheckParams(const QuantizationParams& params, const QuantizedType& type, bo
   if (check_type) CheckZeroPoint(params.zero_point, type, "params.zero_point");
 }
 
-// The buffer loops are compiled for AVX2 as well where the toolchain targets x86-64 (picked at
-// run time), and written branch-free so that they vectorize: std::round and an early exit on
-// NaN keep a loop scalar.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define LOWBIT_QUANTIZE_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define LOWBIT_QUANTIZE_CLONES
-#endif
+// The buffer loops have AVX2 clones (avx2_clones.h), and are written branch-free so that they
+// vectorize: std::round and an early exit on NaN keep a loop scalar.
 
-LOWBIT_QUANTIZE_CLONES
+LOWBIT_AVX2_CLONES
 bool AnyNan(const float* values, std::size_t count) {
   int any = 0;
   for (std::size_t i = 0; i < count; ++i) any |= values[i] != values[i];
@@ -128,14 +123,14 @@ inline __attribute__((always_inline)) void QuantizeValuesInline(const float* val
 }
 
 // One clone set per output type: clang's target_clones takes no function templates.
-LOWBIT_QUANTIZE_CLONES void QuantizeValues(const float* values, std::size_t count, double scale,
-                                           std::int32_t low, std::int32_t high,
-                                           std::int32_t zero_point, std::uint8_t* quantized) {
+LOWBIT_AVX2_CLONES void QuantizeValues(const float* values, std::size_t count, double scale,
+                                       std::int32_t low, std::int32_t high, std::int32_t zero_point,
+                                       std::uint8_t* quantized) {
   QuantizeValuesInline(values, count, scale, low, high, zero_point, quantized);
 }
-LOWBIT_QUANTIZE_CLONES void QuantizeValues(const float* values, std::size_t count, double scale,
-                                           std::int32_t low, std::int32_t high,
-                                           std::int32_t zero_point, std::int8_t* quantized) {
+LOWBIT_AVX2_CLONES void QuantizeValues(const float* values, std::size_t count, double scale,
+                                       std::int32_t low, std::int32_t high, std::int32_t zero_point,
+                                       std::int8_t* quantized) {
   QuantizeValuesInline(values, count, scale, low, high, zero_point, quantized);
 }
 
