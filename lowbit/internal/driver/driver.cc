@@ -292,7 +292,7 @@ struct GemmTask {
     for (int block_start = col_start; block_start < col_start + cols; block_start += block_width) {
       const int block_cols = std::min(block_width, col_start + cols - block_start);
       if (direct_rhs != nullptr) {
-        // The column sums count only through the lhs offsets: where these are all zero (an
+        // The column sums count only through the lhs offsets: where these are all zero (a
         // uint8 lhs with offset -128), the product skips them, a ninth of its vpdpbusd on 8 rows
         // and half on 1.
         std::int32_t* const col_sums = shared.col_sums + block_start;
