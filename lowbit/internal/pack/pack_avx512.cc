@@ -1,7 +1,7 @@
 // AVX-512 packing (see pack_x86.h), compiled with -mavx2 -mavx512f -mavx512bw -mavx512vnni:
 // byte groups for the whole panels of a source whose rows run along the depth, 64 depth values a
 // step: uint8 panels of 16 or 32 rows (the AVX-512 VNNI kernel's rhs panels) and pairs of 8-row
-// panels of either type (its lhs panels); and byte groups of either type, in panels of any width,
+// int8 panels (its lhs panels); and byte groups of either type, in panels of any width,
 // of a source whose rows are adjacent (a column-major lhs, a row-major rhs), 32 rows and 4 depth
 // values a step. Everything else (the depth tails of the first, a last partial panel or pair,
 // other widths) goes to PackByteGroupsAvx2, which writes the same layout.
@@ -71,11 +71,10 @@ void PackUint8PanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, i
   }
 }
 
-// The steps of two whole 8-row panels (the AVX-512 VNNI kernel's lhs panels), panel_bytes
+// The steps of two whole 8-row kInt8 panels (the AVX-512 VNNI kernel's lhs panels), panel_bytes
 // apart, together: each transposed group holds the first panel's rows in its low half and the
 // second's in its high half. Through the AVX2 packer's 4-row steps, packing the lhs took 8% of a
 // 64 x 64 x 64 GEMM.
-template <PackedType kType>
 void PackEightRowPanelPairSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, int depth,
                                 std::ptrdiff_t panel_bytes, std::int8_t delta, std::uint8_t* out,
                                 std::int32_t* sums) {
@@ -85,7 +84,7 @@ void PackEightRowPanelPairSteps(const std::uint8_t* rows_base, std::ptrdiff_t st
                              _mm512_setzero_si512()};
   for (int d = 0; d < depth; d += kStep) {
     __m512i groups[16];
-    TransposedGroups<kType>(rows_base, stride, d, delta_bytes, groups, row_sums);
+    TransposedGroups<PackedType::kInt8>(rows_base, stride, d, delta_bytes, groups, row_sums);
     for (int g = 0; g < 16; ++g) {
       std::uint8_t* const step_out = out + (d / kGroup + g) * kWidth * kGroup;
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(step_out), _mm512_castsi512_si256(groups[g]));
@@ -230,7 +229,7 @@ void PackByteGroupsAvx512(const MatrixView& source, PackedType type, int panel_w
     }
     return;
   }
-  if (panel_width == 8) {
+  if (type == PackedType::kInt8 && panel_width == 8) {
     // Pairs of whole panels, each with its depth tail; then a last single or partial panel.
     const int pairs = count / 16;
     const int stepped_depth = depth / kStep * kStep;
@@ -244,13 +243,8 @@ void PackByteGroupsAvx512(const MatrixView& source, PackedType type, int panel_w
           data + static_cast<std::ptrdiff_t>(first_row) * source.stride + depth_start;
       std::uint8_t* pair_out = out + 2 * pair * panel_bytes;
       std::int32_t* pair_sums = sums + 16 * pair;
-      if (type == PackedType::kUint8) {
-        PackEightRowPanelPairSteps<PackedType::kUint8>(rows_base, source.stride, stepped_depth,
-                                                       panel_bytes, delta, pair_out, pair_sums);
-      } else {
-        PackEightRowPanelPairSteps<PackedType::kInt8>(rows_base, source.stride, stepped_depth,
-                                                      panel_bytes, delta, pair_out, pair_sums);
-      }
+      PackEightRowPanelPairSteps(rows_base, source.stride, stepped_depth, panel_bytes, delta,
+                                 pair_out, pair_sums);
       for (int half = 0; half < 2 && stepped_depth < depth; ++half) {
         rest(first_row + 8 * half, 8, depth_start + stepped_depth, depth - stepped_depth,
              pair_out + half * panel_bytes + stepped_depth * panel_width, pair_sums + 8 * half);
