@@ -346,7 +346,7 @@ void DirectColumns(const std::int8_t* lhs, std::ptrdiff_t lhs_stride, int depth,
       _mm_storeu_si128(reinterpret_cast<__m128i*>(acc + i * acc_stride),
                        SumsOfLanes(sums[i][0], sums[i][1], sums[i][2], sums[i][3]));
     }
-    if (kSumColumns) {
+    if constexpr (kSumColumns) {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(col_sums),
                        SumsOfLanes(col[0], col[1], col[2], col[3]));
     }
@@ -386,16 +386,18 @@ void DirectRhsAvx512Vnni(const void* lhs, std::ptrdiff_t lhs_stride, int rows, i
     const auto run = [&](auto sum_columns, auto shifted) {
       constexpr bool kSumColumns = decltype(sum_columns)::value;
       constexpr bool kShifted = decltype(shifted)::value;
+      // No offset from a null col_sums.
+      const auto column_sums = [&](int j) { return kSumColumns ? col_sums + j : nullptr; };
       int j = 0;
       for (; j + kCols <= cols; j += kCols) {
         DirectColumns<kRows, kCols, kSumColumns, kShifted>(lhs_values, lhs_stride, depth,
                                                            rhs + j * stride, stride, delta, acc + j,
-                                                           acc_stride, col_sums + j);
+                                                           acc_stride, column_sums(j));
       }
       for (; j < cols; ++j) {
         DirectColumns<kRows, 1, kSumColumns, kShifted>(lhs_values, lhs_stride, depth,
                                                        rhs + j * stride, stride, delta, acc + j,
-                                                       acc_stride, col_sums + j);
+                                                       acc_stride, column_sums(j));
       }
     };
     const auto with_shift = [&](auto sum_columns) {
