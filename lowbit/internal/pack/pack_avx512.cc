@@ -231,29 +231,15 @@ void PackByteGroupsAvx512(const MatrixView& source, PackedType type, int panel_w
   }
   if (type == PackedType::kInt8 && panel_width == 8) {
     // Pairs of whole panels, each with its depth tail; then a last single or partial panel.
-    const int pairs = count / 16;
-    const int stepped_depth = depth / kStep * kStep;
     const std::ptrdiff_t panel_bytes =
         static_cast<std::ptrdiff_t>(panel_width) * RoundUp(depth, kGroup);
-    const auto* data = static_cast<const std::uint8_t*>(source.data);
-    auto* out = static_cast<std::uint8_t*>(packed);
-    for (int pair = 0; pair < pairs; ++pair) {
-      const int first_row = start + 16 * pair;
-      const std::uint8_t* rows_base =
-          data + static_cast<std::ptrdiff_t>(first_row) * source.stride + depth_start;
-      std::uint8_t* pair_out = out + 2 * pair * panel_bytes;
-      std::int32_t* pair_sums = sums + 16 * pair;
-      PackEightRowPanelPairSteps(rows_base, source.stride, stepped_depth, panel_bytes, delta,
-                                 pair_out, pair_sums);
-      for (int half = 0; half < 2 && stepped_depth < depth; ++half) {
-        rest(first_row + 8 * half, 8, depth_start + stepped_depth, depth - stepped_depth,
-             pair_out + half * panel_bytes + stepped_depth * panel_width, pair_sums + 8 * half);
-      }
-    }
-    if (16 * pairs < count) {
-      rest(start + 16 * pairs, count - 16 * pairs, depth_start, depth,
-           out + 2 * pairs * panel_bytes, sums + 16 * pairs);
-    }
+    const auto pair_steps = [&](const std::uint8_t* rows_base, int stepped_depth, std::uint8_t* out,
+                                std::int32_t* pair_sums) {
+      PackEightRowPanelPairSteps(rows_base, source.stride, stepped_depth, panel_bytes, delta, out,
+                                 pair_sums);
+    };
+    PackWholePanelsInSteps(source, true, panel_width, start, count, depth_start, depth, kStep,
+                           kGroup, static_cast<std::uint8_t*>(packed), sums, pair_steps, rest, 2);
     return;
   }
   const bool stepped = type == PackedType::kUint8 && panel_width % 16 == 0;

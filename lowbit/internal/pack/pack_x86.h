@@ -67,34 +67,38 @@ void PackByteGroupsAvx512(const MatrixView& source, PackedType type, int panel_w
 void PackBitPlanesAvx2(const MatrixView& source, PackedType type, int panel_width, int start,
                        int count, int depth_start, int depth, void* packed, std::int32_t* sums);
 
-// The walk the vector packers share. `steps(rows_base, stepped_depth, panel_out, panel_sums)`
-// packs the whole steps of a whole panel of a depth-contiguous source (`stepped`);
-// `rest(first_row, rows, depth_start, depth, out, sums)`, a narrower packer of the same layout,
-// packs those panels' depth tails and every other panel. The tail's groups follow the steps' in a
-// panel: stepped_depth / depth_group groups of panel_width rows in.
+// The walk the vector packers share. `steps(rows_base, stepped_depth, panels_out, panels_sums)`
+// packs the whole steps of `step_panels` adjacent whole panels of a depth-contiguous source
+// (`stepped`); `rest(first_row, rows, depth_start, depth, out, sums)`, a narrower packer of the
+// same layout, packs each of those panels' depth tails and every other panel. The tail's groups
+// follow the steps' in a panel: stepped_depth / depth_group groups of panel_width rows in.
 template <typename Packed, typename Steps, typename Rest>
 void PackWholePanelsInSteps(const MatrixView& source, bool stepped, int panel_width, int start,
                             int count, int depth_start, int depth, int step, int depth_group,
-                            Packed* out, std::int32_t* sums, Steps steps, Rest rest) {
-  const int whole_panels = stepped && source.order == Order::kRowMajor ? count / panel_width : 0;
+                            Packed* out, std::int32_t* sums, Steps steps, Rest rest,
+                            int step_panels = 1) {
+  const int step_rows = step_panels * panel_width;
+  const int whole_steps = stepped && source.order == Order::kRowMajor ? count / step_rows : 0;
   const int stepped_depth = depth / step * step;
   const int padded_depth = (depth + depth_group - 1) / depth_group * depth_group;
+  const std::ptrdiff_t panel_size = static_cast<std::ptrdiff_t>(panel_width) * padded_depth;
   const auto* data = static_cast<const std::uint8_t*>(source.data);
-  for (int panel = 0; panel < whole_panels; ++panel) {
-    const int first_row = start + panel * panel_width;
-    Packed* panel_out = out + static_cast<std::ptrdiff_t>(panel) * panel_width * padded_depth;
-    std::int32_t* panel_sums = sums + panel * panel_width;
+  for (int index = 0; index < whole_steps * step_panels; index += step_panels) {
+    const int first_row = start + index * panel_width;
+    Packed* panels_out = out + index * panel_size;
+    std::int32_t* panels_sums = sums + index * panel_width;
     steps(data + static_cast<std::ptrdiff_t>(first_row) * source.stride + depth_start,
-          stepped_depth, panel_out, panel_sums);
-    if (stepped_depth < depth) {
-      rest(first_row, panel_width, depth_start + stepped_depth, depth - stepped_depth,
-           panel_out + stepped_depth * panel_width, panel_sums);
+          stepped_depth, panels_out, panels_sums);
+    for (int panel = 0; panel < step_panels && stepped_depth < depth; ++panel) {
+      rest(first_row + panel * panel_width, panel_width, depth_start + stepped_depth,
+           depth - stepped_depth, panels_out + panel * panel_size + stepped_depth * panel_width,
+           panels_sums + panel * panel_width);
     }
   }
-  const int done = whole_panels * panel_width;
+  const int done = whole_steps * step_rows;
   if (done < count) {
     rest(start + done, count - done, depth_start, depth,
-         out + static_cast<std::ptrdiff_t>(whole_panels) * panel_width * padded_depth, sums + done);
+         out + static_cast<std::ptrdiff_t>(whole_steps) * step_panels * panel_size, sums + done);
   }
 }
 
