@@ -79,23 +79,27 @@ struct NearestNext {
   std::uint8_t operator()(std::uint8_t offset) const { return offset; }
 };
 
-// Each block of one period takes its offsets from the window table[phase .. phase + 255).
+// Each block of one period takes its offsets from the window table[phase .. phase + 255). The
+// AVX-512 line reads a table of the offsets plus one (at most 255), which saves it a shift.
 using OffsetTable = std::array<std::uint8_t, 2 * kSequencePeriod>;
 
+template <int kPlus>
 OffsetTable MakeOffsetTable(BitDepthRounding resolved) {
   OffsetTable table;
   for (int j = 0; j < static_cast<int>(table.size()); ++j) {
-    table[j] = static_cast<std::uint8_t>(resolved == BitDepthRounding::kNearest
-                                             ? kNearestOffset
-                                             : SequenceValue(resolved, j % kSequencePeriod));
+    table[j] =
+        static_cast<std::uint8_t>(kPlus + (resolved == BitDepthRounding::kNearest
+                                               ? kNearestOffset
+                                               : SequenceValue(resolved, j % kSequencePeriod)));
   }
   return table;
 }
 
+template <int kPlus = 0>
 const OffsetTable& OffsetTableFor(BitDepthRounding resolved) {
-  static const OffsetTable nearest = MakeOffsetTable(BitDepthRounding::kNearest);
-  static const OffsetTable xorshift = MakeOffsetTable(BitDepthRounding::kXorshift);
-  static const OffsetTable add_mod_97 = MakeOffsetTable(BitDepthRounding::kAddMod97);
+  static const OffsetTable nearest = MakeOffsetTable<kPlus>(BitDepthRounding::kNearest);
+  static const OffsetTable xorshift = MakeOffsetTable<kPlus>(BitDepthRounding::kXorshift);
+  static const OffsetTable add_mod_97 = MakeOffsetTable<kPlus>(BitDepthRounding::kAddMod97);
   switch (resolved) {
     case BitDepthRounding::kXorshift:
       return xorshift;
@@ -175,22 +179,22 @@ std::size_t AcrossLinesSumsStart(int count) {
   return (static_cast<std::size_t>(count) + 3) / 4 * 4;
 }
 
-// A run, and whether it masks its last partial step (AVX-512), as fast as a whole one.
+// A run, or with AVX-512 a function for a whole line.
 struct RunChoice {
   RequantizeRunFunction function;
-  bool masks_tail;
+  RequantizeLineFunction line_function;
 };
 
-// Lines stored contiguously along the depth (a row-major lhs, a column-major rhs). A run that
-// masks its tail covers a line block by block, reading each block's offsets where they lie in
-// the table. Otherwise a line's offsets are first laid out whole, window after window, so that
-// one run covers the line: runs of one block each would leave a scalar tail in every 255
-// values, which measured as slow as the vector part.
+// Lines stored contiguously along the depth (a row-major lhs, a column-major rhs). With AVX-512,
+// which masks each block's last step as fast as a whole one, one call covers a line block by
+// block, reading each block's offsets where they lie in the table. Otherwise a line's offsets are
+// first laid out whole, window after window, so that one run covers the line: runs of one block
+// each would leave a scalar tail in every 255 values, which measured as slow as the vector part.
+// `work` is AlongDepthOffsetsBytes(depth) bytes: the laid-out offsets, or the blocks' phases.
 void RequantizeAlongDepth(const RunChoice& run, const MatrixView& lines, std::uint16_t scale,
                           std::uint8_t flip, BitDepthRounding resolved, std::uint32_t seed,
                           Operand operand, int first_line, std::uint8_t* out,
-                          std::int32_t* line_sums, std::uint8_t* offsets) {
-  const OffsetTable& table = OffsetTableFor(resolved);
+                          std::int32_t* line_sums, std::uint8_t* work) {
   const int depth = lines.cols;
   const auto source_line = [&](int line) {
     return static_cast<const std::uint8_t*>(lines.data) +
@@ -199,30 +203,28 @@ void RequantizeAlongDepth(const RunChoice& run, const MatrixView& lines, std::ui
   const auto phase = [&](std::uint64_t line_hash, int block) {
     return resolved == BitDepthRounding::kNearest ? 0 : BlockPhase(line_hash, block);
   };
-  if (run.masks_tail) {
-    // A run per block, on the offset table itself.
+  if (run.line_function != nullptr) {
+    // The blocks' phases of one line at a time. (Hashed with AVX-512 for 8 lines at once they
+    // took the vector ports the run needs: no faster.)
+    const int blocks = (depth + kSequencePeriod - 1) / kSequencePeriod;
+    const std::uint8_t* table_plus_one = OffsetTableFor<1>(resolved).data();
+    std::uint8_t* phases = work;
+    if (resolved == BitDepthRounding::kNearest) std::fill(phases, phases + blocks, 0);
     for (int line = 0; line < lines.rows; ++line) {
-      const std::uint64_t line_hash = LineHash(seed, operand, first_line + line);
-      std::uint8_t* line_out = out + static_cast<std::ptrdiff_t>(line) * depth;
-      std::uint32_t sum = 0;
-      for (int start = 0, block = 0; start < depth; start += kSequencePeriod, ++block) {
-        const int count = std::min(kSequencePeriod, depth - start);
-        const std::uint8_t* offsets = table.data() + phase(line_hash, block);
-        // A block's few last values (the line's last block: 1 of a 256-deep line, 4 of a
-        // 1024-deep one) go through the scalar tail: a run's call, masked step and reduction
-        // for them made 256-deep lines 20% slower, L4R4 requantized 256^3 3%.
-        if (count < 16) {
-          RequantizeTail(source_line(line) + start, offsets, 0, count, scale, flip,
-                         line_out + start, &sum);
-          continue;
+      if (resolved != BitDepthRounding::kNearest) {
+        const std::uint64_t line_hash = LineHash(seed, operand, first_line + line);
+        for (int block = 0; block < blocks; ++block) {
+          phases[block] = static_cast<std::uint8_t>(BlockPhase(line_hash, block));
         }
-        sum +=
-            run.function(source_line(line) + start, offsets, count, scale, flip, line_out + start);
       }
-      line_sums[line] = static_cast<std::int32_t>(sum);
+      line_sums[line] = static_cast<std::int32_t>(
+          run.line_function(source_line(line), table_plus_one, phases, depth, scale, flip,
+                            out + static_cast<std::ptrdiff_t>(line) * depth));
     }
     return;
   }
+  const OffsetTable& table = OffsetTableFor(resolved);
+  std::uint8_t* offsets = work;
   const auto lay_out_offsets = [&](int line) {
     const std::uint64_t line_hash = LineHash(seed, operand, first_line + line);
     for (int start = 0, block = 0; start < depth; start += kSequencePeriod, ++block) {
@@ -278,11 +280,11 @@ void RequantizeAcrossLines(const MatrixView& lines, std::uint16_t scale, std::ui
 // The run of the kernel's ISA: the context asked for it, and cpuinfo said the CPU has it.
 RunChoice RunFor(Kernel kernel) {
 #if defined(__x86_64__)
-  if (kernel == Kernel::kAvx512Vnni) return {&RequantizeRunAvx512, true};
-  if (kernel == Kernel::kAvx2) return {&RequantizeRunAvx2, false};
+  if (kernel == Kernel::kAvx512Vnni) return {nullptr, &RequantizeLineAvx512};
+  if (kernel == Kernel::kAvx2) return {&RequantizeRunAvx2, nullptr};
 #endif
   static_cast<void>(kernel);
-  return {&RequantizeRun, false};
+  return {&RequantizeRun, nullptr};
 }
 
 }  // namespace

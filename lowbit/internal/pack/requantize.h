@@ -1,7 +1,7 @@
 // The inner loop of the requantization pass, per ISA: one run of consecutive depth values of a
-// line. lowbit/internal/pack/requantize.cc has the baseline (SSE2 / NEON) run and picks the AVX2
-// or AVX-512 one when the context runs the AVX2 or AVX-512 VNNI kernel, so that each is exercised
-// by the kernel sweeps of the tests.
+// line (one line with AVX-512). lowbit/internal/pack/requantize.cc has the baseline (SSE2 / NEON)
+// run and picks the AVX2 or AVX-512 one when the context runs the AVX2 or AVX-512 VNNI kernel, so
+// that each is exercised by the kernel sweeps of the tests.
 #ifndef LOWBIT_INTERNAL_PACK_REQUANTIZE_H_
 #define LOWBIT_INTERNAL_PACK_REQUANTIZE_H_
 
@@ -35,14 +35,23 @@ using RequantizeRunFunction = std::uint32_t (*)(const std::uint8_t* source,
                                                 std::uint16_t scale, std::uint8_t flip,
                                                 std::uint8_t* out);
 
+// Requantizes a whole line of `count` values (see RequantizeTail) and returns their sum: the
+// values of block b, [255 b, 255 b + 255), take the offsets at table + phases[b], where the table
+// holds each offset plus one.
+using RequantizeLineFunction = std::uint32_t (*)(const std::uint8_t* source,
+                                                 const std::uint8_t* table_plus_one,
+                                                 const std::uint8_t* phases, int count,
+                                                 std::uint16_t scale, std::uint8_t flip,
+                                                 std::uint8_t* out);
+
 #if defined(__x86_64__)
 // Call only when cpuinfo reports AVX2.
 std::uint32_t RequantizeRunAvx2(const std::uint8_t* source, const std::uint8_t* offsets, int count,
                                 std::uint16_t scale, std::uint8_t flip, std::uint8_t* out);
 // Call only when cpuinfo reports AVX-512 F and BW (the AVX-512 VNNI kernel's CPUs).
-std::uint32_t RequantizeRunAvx512(const std::uint8_t* source, const std::uint8_t* offsets,
-                                  int count, std::uint16_t scale, std::uint8_t flip,
-                                  std::uint8_t* out);
+std::uint32_t RequantizeLineAvx512(const std::uint8_t* source, const std::uint8_t* table_plus_one,
+                                   const std::uint8_t* phases, int count, std::uint16_t scale,
+                                   std::uint8_t flip, std::uint8_t* out);
 #endif
 
 }  // namespace internal
