@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "lowbit/internal/output/output.h"
@@ -359,6 +361,51 @@ TEST(OutputWriterTest, RescaleMatchesTheScalarPath) {
                 OutputStageSaturatingCastToInt8{}),
             19, length, &rescale);
       }
+    }
+  }
+}
+
+// 8-bit results of blocks large enough for every chunk of the writers' path across the
+// accumulators (128 lines and 4 vectors of entries per buffer, transposed as bytes 16 x 16 at a
+// time), with lines and entries left over, per-channel parameters along and across the lines,
+// and the rescale of requantized operands.
+TEST(OutputWriterTest, EightBitResultsOfLargeBlocksMatchScalarEval) {
+  constexpr int kLines = 310;  // result rows and columns covered: start (3 or 5) + up to 300
+  std::mt19937 random(23);
+  std::vector<std::int32_t> multipliers(kLines), shifts(kLines);
+  std::vector<double> line_terms[4];
+  for (int i = 0; i < kLines; ++i) {
+    multipliers[i] = static_cast<std::int32_t>(random() >> 1);
+    shifts[i] = i % 32;
+  }
+  for (std::vector<double>& terms : line_terms) {
+    for (int i = 0; i < kLines; ++i) terms.push_back(std::nearbyint((random() % 2001) - 1000.0));
+  }
+  const internal::Rescale rescale{{line_terms[0].data(), line_terms[1].data()},
+                                  {line_terms[2].data(), line_terms[3].data()},
+                                  3937};
+  for (const KernelWriter& kernel_writer : Writers()) {
+    SCOPED_TRACE(KernelName(kernel_writer.kernel));
+    for (const auto& [rows, cols] :
+         std::vector<std::pair<int, int>>{{64, 64}, {300, 150}, {150, 300}, {80, 130}, {47, 200}}) {
+      SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+      CheckWriter(kernel_writer.writer,
+                  std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 20, 3},
+                                  OutputStageSaturatingCastToUint8{}),
+                  rows, cols);
+      for (ChannelAxis axis : {ChannelAxis::kRow, ChannelAxis::kCol}) {
+        CheckWriter(kernel_writer.writer,
+                    std::make_tuple(
+                        OutputStageQuantizeDownInt32ByFixedPointPerChannel{
+                            VectorMap<const std::int32_t>(multipliers.data(), kLines),
+                            VectorMap<const std::int32_t>(shifts.data(), kLines), -7, axis},
+                        OutputStageSaturatingCastToInt8{}),
+                    rows, cols);
+      }
+      CheckWriter(kernel_writer.writer,
+                  std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 9, 100},
+                                  OutputStageSaturatingCastToUint8{}),
+                  rows, cols, &rescale);
     }
   }
 }

@@ -16,6 +16,7 @@
 #include "lowbit/fixedpoint/fixedpoint.h"
 #include "lowbit/internal/output/output.h"
 #include "lowbit/internal/output/output_line.h"
+#include "lowbit/internal/output/transpose_bytes.h"
 
 namespace lowbit {
 namespace internal {
@@ -61,7 +62,7 @@ class Writer {
       (this->*write_lines_)(block_.data, line_step, 0, lines, 0, length);
       return;
     }
-    if (line_step == 1 && length < kAcrossLength) {
+    if (line_step == 1 && (length < kAcrossLength || size_ == 1)) {
       WriteAcross(lines, length);
       return;
     }
@@ -110,6 +111,7 @@ class Writer {
         out_(out),
         stride_(stride),
         row_major_(order == Order::kRowMajor),
+        type_(type),
         size_(ElementSize(type)),
         count_(program.count) {
     for (int k = 0; k < count_; ++k) {
@@ -136,46 +138,63 @@ class Writer {
   static constexpr int kTransposedChunk = 64;
   // Result lines shorter than this, with accumulators across them, go through WriteAcross: at
   // four vectors and more, the transposed path's lines loop repays storing and reloading them.
+  // 8-bit results go through WriteAcross at any length, kAcrossLength entries at a time.
   static constexpr int kAcrossLength = 4 * Isa::kLanes;
   // Result lines that WriteAcross writes through its buffer at a time.
   static constexpr int kAcrossChunk = 128;
 
-  // Short result lines across long lines of accumulators (a small batch's columns when the
-  // accumulator rows are the result's rows, as with prepacked weights): the lines loop runs
-  // along the accumulators, as if the result had the other storage order, into an int32 buffer
-  // (the program leaves every value in the result type's range), which is then transposed into
-  // the result. Going along the result's lines instead set up a line per kLanes entries: 1.7 to
-  // 2.0 ns per entry of 8-entry lines in a microbenchmark, against 0.55 to 0.9 for this.
+  // Result lines across long lines of accumulators (a column-major result when the accumulator
+  // rows are the result's rows, as with prepacked weights): the lines loop runs along the
+  // accumulators, as if the result had the other storage order, into a buffer, which is then
+  // transposed into the result. The buffer holds 8-bit results themselves, transposed as bytes
+  // (transpose_bytes.h), and wider ones as int32 (the program leaves every value in the result
+  // type's range). Going along the result's lines instead set up a line per kLanes entries of
+  // short lines: 1.7 to 2.0 ns per entry of 8-entry lines in a microbenchmark, against 0.55 to
+  // 0.9 for this. On long lines it transposed int32 sums in zmm registers, whose shuffles run on
+  // one port of Intel's, where the bytes take as many shuffles of 128-bit registers, which run on
+  // two, and a quarter of the loads and stores (with prepacked weights and a column-major result,
+  // 64^3 +5%, 256^3 +7%, 1024^3 level).
   void WriteAcross(int lines, int length) {
     alignas(64) std::int32_t buffer[kAcrossChunk * kAcrossLength];
+    const bool bytes = size_ == 1;
     const std::ptrdiff_t line_step = row_major_ ? block_.row_stride : block_.col_stride;
-    for (int first = 0; first < lines; first += kAcrossChunk) {
-      const int count = lines - first < kAcrossChunk ? lines - first : kAcrossChunk;
-      AccumulatorBlock part = block_;
-      part.data += first * line_step;
-      (row_major_ ? part.row_start : part.col_start) += first;
-      (row_major_ ? part.rows : part.cols) = count;
-      const OffsetTerms part_terms = terms_.From(row_major_ ? first : 0, row_major_ ? 0 : first);
-      Writer(program_, part, part_terms, rescale_, row_major_ ? Order::kColMajor : Order::kRowMajor,
-             ElementType::kInt32, reinterpret_cast<char*>(buffer), count)
-          .Write();
-      if (size_ == 1) {
-        CopyTransposed<1>(buffer, length, count, first);
-      } else if (size_ == 2) {
-        CopyTransposed<2>(buffer, length, count, first);
-      } else {
-        CopyTransposed<4>(buffer, length, count, first);
+    const std::ptrdiff_t entry_step = row_major_ ? block_.col_stride : block_.row_stride;
+    for (int first_entry = 0; first_entry < length; first_entry += kAcrossLength) {
+      const int entries =
+          length - first_entry < kAcrossLength ? length - first_entry : kAcrossLength;
+      for (int first = 0; first < lines; first += kAcrossChunk) {
+        const int count = lines - first < kAcrossChunk ? lines - first : kAcrossChunk;
+        AccumulatorBlock part = block_;
+        part.data += first * line_step + first_entry * entry_step;
+        (row_major_ ? part.row_start : part.col_start) += first;
+        (row_major_ ? part.rows : part.cols) = count;
+        (row_major_ ? part.col_start : part.row_start) += first_entry;
+        (row_major_ ? part.cols : part.rows) = entries;
+        const OffsetTerms part_terms =
+            terms_.From(row_major_ ? first : first_entry, row_major_ ? first_entry : first);
+        Writer(program_, part, part_terms, rescale_,
+               row_major_ ? Order::kColMajor : Order::kRowMajor,
+               bytes ? type_ : ElementType::kInt32, reinterpret_cast<char*>(buffer), count)
+            .Write();
+        char* const out =
+            out_ + (first * static_cast<std::ptrdiff_t>(stride_) + first_entry) * size_;
+        if (bytes) {
+          CopyTransposedBytes(reinterpret_cast<const std::uint8_t*>(buffer), entries, count, out);
+        } else if (size_ == 2) {
+          CopyTransposed<2>(buffer, entries, count, out);
+        } else {
+          CopyTransposed<4>(buffer, entries, count, out);
+        }
       }
     }
   }
 
-  // Result lines [first, first + count) from `buffer`, which holds them across: entry e of line
-  // first + l at buffer[e * count + l]. Squares of kLanes lines and entries are transposed in
-  // registers, the rest is copied one by one.
+  // `count` result lines of `length` entries from `buffer`, which holds them across (entry e of
+  // line l at buffer[e * count + l]), to `out`, the first line's first entry. Squares of kLanes
+  // lines and entries are transposed in registers, the rest is copied one by one.
   template <int kSize>
-  void CopyTransposed(const std::int32_t* buffer, int length, int count, int first) const {
+  void CopyTransposed(const std::int32_t* buffer, int length, int count, char* out) const {
     const std::ptrdiff_t line_bytes = static_cast<std::ptrdiff_t>(stride_) * kSize;
-    char* const out = out_ + first * line_bytes;
     const int whole_length = length / Isa::kLanes * Isa::kLanes;
     const int whole_count = count / Isa::kLanes * Isa::kLanes;
     for (int line = 0; line < whole_count; line += Isa::kLanes) {
@@ -190,13 +209,32 @@ class Writer {
         }
       }
     }
-    using Element = std::conditional_t<kSize == 1, std::uint8_t,
-                                       std::conditional_t<kSize == 2, std::int16_t, std::int32_t>>;
+    using Element = std::conditional_t<kSize == 2, std::int16_t, std::int32_t>;
     for (int entry = 0; entry < length; ++entry) {
       for (int line = entry < whole_length ? whole_count : 0; line < count; ++line) {
         // In the result type's range: keeping the low bytes is exact.
         const auto value = static_cast<Element>(buffer[entry * count + line]);
         std::memcpy(out + line * line_bytes + entry * kSize, &value, kSize);
+      }
+    }
+  }
+
+  // The same for results already bytes in `buffer`: squares of 16 lines and entries transposed in
+  // registers, a line's squares one after another so that its bytes are written together, the
+  // rest one by one.
+  void CopyTransposedBytes(const std::uint8_t* buffer, int length, int count, char* out) const {
+    const int whole_length = length / 16 * 16;
+    const int whole_count = count / 16 * 16;
+    for (int line = 0; line < whole_count; line += 16) {
+      for (int entry = 0; entry < whole_length; entry += 16) {
+        TransposeBytes16x16(buffer + entry * count + line, count,
+                            out + static_cast<std::ptrdiff_t>(line) * stride_ + entry, stride_);
+      }
+    }
+    for (int entry = 0; entry < length; ++entry) {
+      for (int line = entry < whole_length ? whole_count : 0; line < count; ++line) {
+        out[static_cast<std::ptrdiff_t>(line) * stride_ + entry] =
+            static_cast<char>(buffer[entry * count + line]);
       }
     }
   }
@@ -467,6 +505,7 @@ class Writer {
   char* const out_;  // the block's first result
   const int stride_;
   const bool row_major_;
+  const ElementType type_;
   const int size_;
   const int count_;
   // Storage for the program's count_ instructions, constructed in the constructor; the rest stay
