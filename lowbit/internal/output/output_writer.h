@@ -220,15 +220,19 @@ class Writer {
   }
 
   // The same for results already bytes in `buffer`: squares of 16 lines and entries transposed in
-  // registers, a line's squares one after another so that its bytes are written together, the
-  // rest one by one.
+  // registers, then half squares of 8 entries (a batch of 8 rows' columns), a line's squares one
+  // after another so that its bytes are written together, the rest one by one.
   void CopyTransposedBytes(const std::uint8_t* buffer, int length, int count, char* out) const {
-    const int whole_length = length / 16 * 16;
+    const int whole_length = length / 16 * 16 + (length % 16 >= 8 ? 8 : 0);
     const int whole_count = count / 16 * 16;
     for (int line = 0; line < whole_count; line += 16) {
-      for (int entry = 0; entry < whole_length; entry += 16) {
-        TransposeBytes16x16(buffer + entry * count + line, count,
-                            out + static_cast<std::ptrdiff_t>(line) * stride_ + entry, stride_);
+      char* const out_lines = out + static_cast<std::ptrdiff_t>(line) * stride_;
+      int entry = 0;
+      for (; entry + 16 <= length; entry += 16) {
+        TransposeBytes16<16>(buffer + entry * count + line, count, out_lines + entry, stride_);
+      }
+      if (entry < whole_length) {
+        TransposeBytes16<8>(buffer + entry * count + line, count, out_lines + entry, stride_);
       }
     }
     for (int entry = 0; entry < length; ++entry) {
