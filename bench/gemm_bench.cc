@@ -38,16 +38,20 @@ lowbit_bench::SummaryReporter::Ceilings Avx2Ceilings() {
   return ceilings;
 }
 
-// The AVX-512 VNNI kernel's: it runs prepacked weights and the narrow settings through its 8-bit
-// tile too, but for 1 x 1 bits, whose bit-serial kernel does one AND and popcount a product.
-lowbit_bench::SummaryReporter::Ceilings Avx512VnniCeilings() {
+// The AVX-512 VNNI kernel's (`arithmetic` vpdpbusd, `tile_step` dot_tile_step) or the AMX
+// kernel's (tdpbsud, amx_tile_step): each runs prepacked weights and the narrow settings through
+// its 8-bit tile too, but for 1 x 1 bits, whose bit-serial kernel does one AND and popcount a
+// product.
+lowbit_bench::SummaryReporter::Ceilings Avx512Ceilings(lowbit::Kernel kernel,
+                                                       const char* arithmetic,
+                                                       const char* tile_step) {
   lowbit_bench::SummaryReporter::Ceilings ceilings;
   for (const LowbitSetting& setting : LowbitSettings()) {
-    if (setting.kernel != lowbit::Kernel::kAvx512Vnni) continue;
+    if (setting.kernel != kernel) continue;
     const bool one_bit = setting.narrow != nullptr && setting.narrow->params.lhs_bits == 1 &&
                          setting.narrow->params.rhs_bits == 1;
-    ceilings.arithmetic[setting.name] = one_bit ? "vpandd_vpopcntd_vpaddd" : "vpdpbusd";
-    if (!one_bit) ceilings.tile_step[setting.name] = "dot_tile_step";
+    ceilings.arithmetic[setting.name] = one_bit ? "vpandd_vpopcntd_vpaddd" : arithmetic;
+    if (!one_bit) ceilings.tile_step[setting.name] = tile_step;
   }
   return ceilings;
 }
@@ -105,9 +109,12 @@ int main(int argc, char** argv) {
   const lowbit::Kernel best = lowbit::Context().ResolvedKernel();
   lowbit_bench::SummaryReporter reporter(
       benchmark::CreateDefaultDisplayReporter(), lowbit::KernelName(best),
-      best == lowbit::Kernel::kAvx2         ? lowbit_bench::Avx2Ceilings()
-      : best == lowbit::Kernel::kAvx512Vnni ? lowbit_bench::Avx512VnniCeilings()
-                                            : lowbit_bench::SummaryReporter::Ceilings{});
+      best == lowbit::Kernel::kAvx2 ? lowbit_bench::Avx2Ceilings()
+      : best == lowbit::Kernel::kAvx512Vnni
+          ? lowbit_bench::Avx512Ceilings(best, "vpdpbusd", "dot_tile_step")
+      : best == lowbit::Kernel::kAmx
+          ? lowbit_bench::Avx512Ceilings(best, "tdpbsud", "amx_tile_step")
+          : lowbit_bench::SummaryReporter::Ceilings{});
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;

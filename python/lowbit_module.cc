@@ -17,12 +17,13 @@ namespace lowbit {
 namespace python {
 namespace {
 
-constexpr std::array<std::pair<const char*, Kernel>, 6> kKernels = {{
+constexpr std::array<std::pair<const char*, Kernel>, 7> kKernels = {{
     {"auto", Kernel::kAuto},
     {"reference", Kernel::kReference},
     {"sse41", Kernel::kSse41},
     {"avx2", Kernel::kAvx2},
     {"avx512vnni", Kernel::kAvx512Vnni},
+    {"amx", Kernel::kAmx},
     {"neon", Kernel::kNeon},
 }};
 

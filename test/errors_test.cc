@@ -312,9 +312,10 @@ TEST_F(ErrorTest, ContextSettingsAndEnvironment) {
   EXPECT_EQ(context_.max_num_threads(), 1);
   ASSERT_EQ(setenv("LOWBIT_KERNEL", "avx512", 1), 0);
   ExpectRejected([&] { RunInt32(lhs_, rhs_, &result_); }, "LOWBIT_KERNEL",
-                 "must be one of: reference, sse41, avx2, avx512vnni, neon; got 'avx512'");
+                 "must be one of: reference, sse41, avx2, avx512vnni, amx, neon; got 'avx512'");
   // A kernel this CPU lacks is refused from the environment and from the Context.
-  for (Kernel kernel : {Kernel::kSse41, Kernel::kAvx2, Kernel::kAvx512Vnni, Kernel::kNeon}) {
+  for (Kernel kernel :
+       {Kernel::kSse41, Kernel::kAvx2, Kernel::kAvx512Vnni, Kernel::kAmx, Kernel::kNeon}) {
     const std::vector<Kernel> available = AvailableKernels();
     if (std::find(available.begin(), available.end(), kernel) != available.end()) continue;
     ASSERT_EQ(setenv("LOWBIT_KERNEL", KernelName(kernel), 1), 0);

@@ -87,11 +87,17 @@ std::size_t PackedBytes(int count, int width, int depth, const KernelFormat& for
                                          width * internal::RoundUp(depth, format.depth_group));
 }
 
-// The portable packer's output for `type`; nibbles are its uint8 byte groups, each group split
-// into its values' low 4 bits and then their high 4 bits.
+// The portable packer's output for `type`, in `format`'s lhs chunks where it has them; nibbles
+// are its uint8 byte groups, each group split into its values' low 4 bits and then their high 4
+// bits.
 void PackPortably(const MatrixView& source, const KernelFormat& format, internal::PackedType type,
                   int width, int start, int count, int depth_start, int depth, std::uint8_t* packed,
                   std::int32_t* sums) {
+  if (format.lhs_chunk != 0) {
+    internal::PackRowChunksPortable(source, type, format, width, start, count, depth_start, depth,
+                                    packed, sums);
+    return;
+  }
   switch (type) {
     case internal::PackedType::kInt16:
       internal::PackWithFormat<std::int16_t>(source, format, width, start, count, depth_start,
@@ -247,8 +253,10 @@ TEST(KernelX86Test, FourBitWeightsTwoToAByte) {
 TEST(KernelX86Test, PackingMatchesPortablePacker) {
   for (Kernel kernel : X86Kernels()) {
     for (const KernelImplementation* implementation : Implementations(kernel)) {
-      const KernelFormat& format = implementation->format;
       for (bool lhs_side : {true, false}) {
+        KernelFormat format = implementation->format;
+        // Chunks are an lhs layout.
+        if (!lhs_side) format.lhs_chunk = 0;
         ExpectPackerMatchesPortablePacker(
             std::string(KernelName(kernel)) + (lhs_side ? " lhs" : " rhs"), format,
             lhs_side ? format.lhs_rows : format.rhs_cols,

@@ -13,10 +13,12 @@ class ContextState;
 }
 
 /// Which micro-kernel runs. kAuto takes LOWBIT_KERNEL from the environment when it is set
-/// (reference, sse41, avx2, avx512vnni, neon), and otherwise the fastest kernel this CPU
+/// (reference, sse41, avx2, avx512vnni, amx, neon), and otherwise the fastest kernel this CPU
 /// supports. Every value exists on every platform; choosing one this CPU or build lacks is an
-/// error. kAvx512Vnni needs AVX-512 F, BW and VNNI (and AVX2 with FMA3, for its output stages).
-enum class Kernel { kAuto, kReference, kSse41, kAvx2, kNeon, kAvx512Vnni };
+/// error. kAvx512Vnni needs AVX-512 F, BW and VNNI (and AVX2 with FMA3, for its output stages);
+/// kAmx needs those and AMX-TILE and AMX-INT8, with an OS that lets the process use the tile
+/// registers (Linux 5.16 or later).
+enum class Kernel { kAuto, kReference, kSse41, kAvx2, kNeon, kAvx512Vnni, kAmx };
 
 const char* KernelName(Kernel kernel);
 

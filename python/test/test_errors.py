@@ -184,8 +184,8 @@ class ErrorsTest(unittest.TestCase):
                          "lowbit: threads: must be in [1, 1024], got 2000")
         self.assertError(lambda: gemm(kernel="foo"),
                          "lowbit: kernel: must be one of 'auto', 'reference', 'sse41', 'avx2', "
-                         "'avx512vnni', 'neon', got 'foo'")
-        missing = [kernel for kernel in ("reference", "sse41", "avx2", "avx512vnni", "neon")
+                         "'avx512vnni', 'amx', 'neon', got 'foo'")
+        missing = [kernel for kernel in ("reference", "sse41", "avx2", "avx512vnni", "amx", "neon")
                    if kernel not in lowbit.available_kernels()]
         for kernel in missing:
             self.assertError(lambda: gemm(kernel=kernel),

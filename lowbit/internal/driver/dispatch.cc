@@ -28,6 +28,8 @@ const char* KernelName(Kernel kernel) {
       return "avx2";
     case Kernel::kAvx512Vnni:
       return "avx512vnni";
+    case Kernel::kAmx:
+      return "amx";
     case Kernel::kNeon:
       return "neon";
   }
@@ -46,6 +48,8 @@ bool HasAvx512Vnni() {
   return HasAvx2() && cpuinfo_has_x86_avx512f() && cpuinfo_has_x86_avx512bw() &&
          cpuinfo_has_x86_avx512vnni();
 }
+// Its packing, output and products of short lhs are the AVX-512 VNNI ones.
+bool HasAmx() { return HasAvx512Vnni() && internal::AmxSupported(); }
 // Bit-serial products of 1- and 2-bit operands, where the CPU has VPOPCNTDQ.
 const internal::KernelImplementation* Avx512BitSerialIfVpopcntdq(int lhs_bits, int rhs_bits) {
   if (!cpuinfo_has_x86_avx512vpopcntdq()) return nullptr;
@@ -99,6 +103,11 @@ const KernelEntry kKernels[] = {
     {Kernel::kAvx512Vnni, &HasAvx512Vnni, &internal::Avx512VnniKernel, &internal::Avx512VnniKernel,
      nullptr, nullptr, &internal::WriteOutputAvx512, &Avx512BitSerialIfVpopcntdq,
      &internal::Avx512VnniUint4PairsKernel},
+    // Prepacked weights multiply in the AVX-512 VNNI rhs layout, which the tile loads read, so
+    // that kernel takes them for an lhs of one or two rows, where 32-row tiles would idle.
+    {Kernel::kAmx, &HasAmx, &internal::AmxKernel, &internal::AmxKernel, &internal::Avx512VnniKernel,
+     nullptr, &internal::WriteOutputAvx512, &Avx512BitSerialIfVpopcntdq,
+     &internal::Avx512VnniUint4PairsKernel},
 #endif
 #if defined(__aarch64__)
     {Kernel::kNeon, &HasNeon, &BestNeonKernel, &BestNeonKernel, nullptr,
@@ -136,15 +145,16 @@ void CheckAvailable(const std::string& argument, Kernel kernel) {
 }
 
 Kernel KernelFromEnvironment(const char* value) {
-  for (Kernel kernel :
-       {Kernel::kReference, Kernel::kSse41, Kernel::kAvx2, Kernel::kAvx512Vnni, Kernel::kNeon}) {
+  for (Kernel kernel : {Kernel::kReference, Kernel::kSse41, Kernel::kAvx2, Kernel::kAvx512Vnni,
+                        Kernel::kAmx, Kernel::kNeon}) {
     if (std::strcmp(value, KernelName(kernel)) == 0) {
       CheckAvailable("LOWBIT_KERNEL", kernel);
       return kernel;
     }
   }
-  throw Error("LOWBIT_KERNEL", "must be one of: reference, sse41, avx2, avx512vnni, neon; got '" +
-                                   std::string(value) + "'");
+  throw Error("LOWBIT_KERNEL",
+              "must be one of: reference, sse41, avx2, avx512vnni, amx, neon; got '" +
+                  std::string(value) + "'");
 }
 
 }  // namespace
@@ -196,7 +206,7 @@ namespace {
 // bits 1.8x, 1 x 2 bits 0.98x, 2 x 2 bits 0.54x. On NEON, not measured on hardware (qemu
 // only): 1 x 1 bits, whose AND and vcnt make 128 products where SDOT makes 16.
 bool BitSerialPays(Kernel kernel, int lhs_bits, int rhs_bits) {
-  if (kernel == Kernel::kAvx512Vnni) return lhs_bits + rhs_bits <= 3;
+  if (kernel == Kernel::kAvx512Vnni || kernel == Kernel::kAmx) return lhs_bits + rhs_bits <= 3;
   return lhs_bits == 1 && rhs_bits == 1;
 }
 

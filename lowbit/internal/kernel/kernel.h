@@ -81,6 +81,10 @@ struct KernelFormat {
   int depth_group;
   PackedType lhs_type;
   PackedType rhs_type;
+  // Where nonzero, an lhs panel holds its rows in chunks of this many depth values instead of
+  // depth groups (PackRowChunks, pack.h): the rows of 64 bytes that an AMX tile load reads. The
+  // driver's slices of depth then start at multiples of it.
+  int lhs_chunk = 0;
 };
 
 // A packed block of `count` rows (lhs rows, or rhs columns) by `depth` holds
@@ -134,6 +138,9 @@ struct KernelImplementation {
   // the rhs: each block of rhs columns is unfolded into cache before its tiles run.
   const KernelImplementation& (*unfolded)() = nullptr;
   void (*unfold_rhs)(const void* packed, int panels, int padded_depth, void* out) = nullptr;
+  // Where the micro-kernel holds state between calls (AMX's tile configuration): called on each
+  // worker's thread after its last micro-kernel call of a GEMM. Or null.
+  void (*release)() = nullptr;
 };
 // Measured on 4096 x 4096 weights of 4 bits against the same weights at 8 bits, one thread: two
 // to a byte 1.25x at 17 rows, 1.06x at 32, 0.99x at 64, 0.94x at 256; unfolded 1.00x at 17,
@@ -160,6 +167,11 @@ const KernelImplementation& Avx2NibbleKernel();
 // Call only when cpuinfo reports AVX-512 F, BW and VNNI and AVX2: kernel_avx512vnni.cc. It serves
 // prepacked weights too, in the same layout.
 const KernelImplementation& Avx512VnniKernel();
+// Call only where AmxSupported() (kernel_amx.cc): the AMX tile kernel for 8-bit operands.
+const KernelImplementation& AmxKernel();
+// Whether the CPU has AMX-TILE and AMX-INT8 and the OS lets this process use the tile registers
+// (asked once, on the first call).
+bool AmxSupported();
 // The bit-serial kernels for 1- and 2-bit operands (kernel_bit_serial_avx512.cc), or null for
 // other bit depths. Call only when cpuinfo reports AVX-512 VPOPCNTDQ besides the above.
 const KernelImplementation* Avx512BitSerialKernel(int lhs_bits, int rhs_bits);

@@ -2,6 +2,8 @@
 // pack.h).
 #include "lowbit/internal/pack/pack.h"
 
+#include <algorithm>
+
 namespace lowbit {
 namespace internal {
 
@@ -14,6 +16,50 @@ void PackBytesPortable(const MatrixView& source, PackedType type, const KernelFo
   } else {
     PackWithFormat<std::int8_t>(source, format, panel_width, start, count, depth_start, depth,
                                 packed, sums);
+  }
+}
+
+namespace {
+
+template <typename Packed, typename Source>
+void PackRowChunks(const MatrixView& source, int panel_width, int depth_group, int chunk, int start,
+                   int count, int depth_start, int depth, Packed* out, std::int32_t* sums) {
+  const int shift = PackedValueShift(kPackedTypeOf<Packed>, source);
+  const int padded_depth = RoundUp(depth, depth_group);
+  for (int panel_start = 0; panel_start < count; panel_start += panel_width) {
+    for (int chunk_start = 0; chunk_start < padded_depth; chunk_start += chunk) {
+      const int chunk_end = std::min(chunk_start + chunk, padded_depth);
+      for (int i = 0; i < panel_width; ++i) {
+        const int row = panel_start + i;
+        for (int d = chunk_start; d < chunk_end; ++d) {
+          std::int32_t value = 0;
+          if (row < count && d < depth) {
+            value = LoadSource<Source>(source, start + row, depth_start + d) - shift;
+            sums[row] += value;
+          }
+          *out++ = static_cast<Packed>(value);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void PackRowChunksPortable(const MatrixView& source, PackedType type, const KernelFormat& format,
+                           int panel_width, int start, int count, int depth_start, int depth,
+                           void* packed, std::int32_t* sums) {
+  const auto run = [&](auto packed_type, auto source_type) {
+    using Packed = decltype(packed_type);
+    PackRowChunks<Packed, decltype(source_type)>(source, panel_width, format.depth_group,
+                                                 format.lhs_chunk, start, count, depth_start, depth,
+                                                 static_cast<Packed*>(packed), sums);
+  };
+  const bool uint8_source = source.type == ElementType::kUint8;
+  if (type == PackedType::kUint8) {
+    uint8_source ? run(std::uint8_t(), std::uint8_t()) : run(std::uint8_t(), std::int8_t());
+  } else {
+    uint8_source ? run(std::int8_t(), std::uint8_t()) : run(std::int8_t(), std::int8_t());
   }
 }
 

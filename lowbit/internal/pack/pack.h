@@ -57,6 +57,16 @@ void PackWithFormat(const MatrixView& source, const KernelFormat& format, int pa
   }
 }
 
+// The lhs layout of a format with lhs_chunk (kernel.h): each panel of `panel_width` rows holds
+// padded_depth = round_up(depth, depth_group) values per row in chunks of `chunk` values, the
+// last one what is left: for each chunk, for each row i of the panel, the chunk's values of row
+// i. Rows past `count` and depth past `depth` are zero. One-byte packed types only (kInt8,
+// kUint8): the packer the AMX one is tested against, and its fallback for sources whose rows are
+// adjacent.
+void PackRowChunksPortable(const MatrixView& source, PackedType type, const KernelFormat& format,
+                           int panel_width, int start, int count, int depth_start, int depth,
+                           void* packed, std::int32_t* sums);
+
 // PackWithFormat for one-byte packed types (kInt8, kUint8), compiled once without ISA flags:
 // the ISA files call this rather than instantiate the template themselves, which would leave
 // the linker a copy built with their instruction set to pick for every caller.

@@ -280,7 +280,9 @@ void RequantizeAcrossLines(const MatrixView& lines, std::uint16_t scale, std::ui
 // The run of the kernel's ISA: the context asked for it, and cpuinfo said the CPU has it.
 RunChoice RunFor(Kernel kernel) {
 #if defined(__x86_64__)
-  if (kernel == Kernel::kAvx512Vnni) return {nullptr, &RequantizeLineAvx512};
+  if (kernel == Kernel::kAvx512Vnni || kernel == Kernel::kAmx) {
+    return {nullptr, &RequantizeLineAvx512};
+  }
   if (kernel == Kernel::kAvx2) return {&RequantizeRunAvx2, nullptr};
 #endif
   static_cast<void>(kernel);
