@@ -116,12 +116,12 @@ template <bool kBottom>
 __attribute__((always_inline)) inline void Step(const std::uint8_t* lhs, int lhs_stride,
                                                 const std::uint8_t* rhs) {
   _tile_loadd(LOWBIT_AMX_TOP_LHS, lhs, lhs_stride);
+  if constexpr (kBottom) _tile_loadd(LOWBIT_AMX_BOTTOM_LHS, lhs + kHalf * lhs_stride, lhs_stride);
   _tile_loadd(LOWBIT_AMX_LEFT_RHS, rhs, kRhsGroupBytes);
   _tile_loadd(LOWBIT_AMX_RIGHT_RHS, rhs + kHalf * kGroup, kRhsGroupBytes);
   _tile_dpbsud(LOWBIT_AMX_TOP_LEFT, LOWBIT_AMX_TOP_LHS, LOWBIT_AMX_LEFT_RHS);
   _tile_dpbsud(LOWBIT_AMX_TOP_RIGHT, LOWBIT_AMX_TOP_LHS, LOWBIT_AMX_RIGHT_RHS);
   if constexpr (kBottom) {
-    _tile_loadd(LOWBIT_AMX_BOTTOM_LHS, lhs + kHalf * lhs_stride, lhs_stride);
     _tile_dpbsud(LOWBIT_AMX_BOTTOM_LEFT, LOWBIT_AMX_BOTTOM_LHS, LOWBIT_AMX_LEFT_RHS);
     _tile_dpbsud(LOWBIT_AMX_BOTTOM_RIGHT, LOWBIT_AMX_BOTTOM_LHS, LOWBIT_AMX_RIGHT_RHS);
   }
