@@ -92,6 +92,7 @@ void CheckMicroKernel(const internal::KernelImplementation& kernel, const Matrix
   constexpr std::int32_t kUntouched = -12345;
   std::vector<std::int32_t> acc(static_cast<std::size_t>(rows) * acc_stride, kUntouched);
   for (bool accumulate : {false, true}) {
+    if (kernel.prepare != nullptr) kernel.prepare();
     kernel.micro_kernel(packed_lhs.data(), packed_rhs.data(), padded_depth, used_rows, acc.data(),
                         acc_stride, accumulate);
     for (int r = 0; r < rows; ++r) {

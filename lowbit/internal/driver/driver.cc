@@ -317,6 +317,7 @@ struct GemmTask {
                    (block_cols + format.rhs_cols - 1) / format.rhs_cols, padded_depth,
                    scratch.rhs_block);
       }
+      if (kernel.prepare != nullptr) kernel.prepare();
       if (depth == 0) {
         std::memset(scratch.acc, 0,
                     sizeof(std::int32_t) * RoundUp(rows, format.lhs_rows) * acc_stride);

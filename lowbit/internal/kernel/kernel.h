@@ -138,8 +138,11 @@ struct KernelImplementation {
   // the rhs: each block of rhs columns is unfolded into cache before its tiles run.
   const KernelImplementation& (*unfolded)() = nullptr;
   void (*unfold_rhs)(const void* packed, int panels, int padded_depth, void* out) = nullptr;
-  // Where the micro-kernel holds state between calls (AMX's tile configuration): called on each
-  // worker's thread after its last micro-kernel call of a GEMM. Or null.
+  // Where the micro-kernel keeps state in the CPU between calls (AMX's tile configuration):
+  // `prepare` sets it up on the calling thread before a run of micro-kernel calls with nothing
+  // between them but the caller's loop, and `release` ends it after a worker's last call of a
+  // GEMM. Or null.
+  void (*prepare)() = nullptr;
   void (*release)() = nullptr;
 };
 // Measured on 4096 x 4096 weights of 4 bits against the same weights at 8 bits, one thread: two
