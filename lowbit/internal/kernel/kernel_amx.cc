@@ -1,7 +1,7 @@
 // The AMX kernel (compiled with -mavx2 -mavx512f -mavx512bw -mavx512vnni -mamx-tile -mamx-int8):
 // a 32 x 32 tile of int32 sums held in four AMX tile registers, where one tdpbsud multiplies a
-// 16 x 64 block of signed lhs bytes by a 64 x 16 block of unsigned rhs bytes, 16 times the
-// products of the AVX-512 VNNI tile's sixteen vpdpbusd per step. The rhs panels are the AVX-512
+// 16 x 64 block of signed lhs bytes by a 64 x 16 block of unsigned rhs bytes: the multiply-adds
+// of 256 vpdpbusd. The rhs panels are the AVX-512
 // VNNI kernel's (4-byte depth groups across 32 columns, which is the layout a tile load of the
 // multiplier reads); the lhs panels hold rows of 64 depth values (KernelFormat::lhs_chunk).
 #include <cpuid.h>
@@ -35,10 +35,10 @@ constexpr KernelFormat kFormat{kRows, kCols, kGroup, PackedType::kInt8, PackedTy
 constexpr int kRhsGroupBytes = kCols * kGroup;
 
 // LDTILECFG's 64-byte operand, palette 1: each tile register's rows and bytes per row. The
-// kernel takes one configuration, every tile 16 rows of 64 bytes: a short last panel's rows are
-// zeros in the packed lhs and the accumulator block has room for whole tiles, and a depth tail
-// goes through zero-padded copies, because LDTILECFG takes about 300 cycles (measured here: more
-// than a 64-deep call's four tdpbsud).
+// kernel takes one configuration, every tile 16 rows of 64 bytes, because LDTILECFG takes about
+// 300 cycles (measured here: more than a 64-deep call's four tdpbsud): a short last panel
+// multiplies whole tiles (its rows past the lhs are zeros) and copies out the rows asked for, and
+// a depth tail goes through zero-padded copies.
 struct alignas(64) TileConfig {
   std::uint8_t palette = 1;
   std::uint8_t start_row = 0;
