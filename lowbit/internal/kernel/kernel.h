@@ -82,8 +82,8 @@ struct KernelFormat {
   PackedType lhs_type;
   PackedType rhs_type;
   // Where nonzero, an lhs panel holds its rows in chunks of this many depth values instead of
-  // depth groups (PackRowChunks, pack.h): the rows of 64 bytes that an AMX tile load reads. The
-  // driver's slices of depth then start at multiples of it.
+  // depth groups (PackRowChunksPortable, pack.h): the rows of 64 bytes that an AMX tile load reads.
+  // The driver's slices of depth then start at multiples of it.
   int lhs_chunk = 0;
 };
 

@@ -61,8 +61,7 @@ void PackWithFormat(const MatrixView& source, const KernelFormat& format, int pa
 // padded_depth = round_up(depth, depth_group) values per row in chunks of `chunk` values, the
 // last one what is left: for each chunk, for each row i of the panel, the chunk's values of row
 // i. Rows past `count` and depth past `depth` are zero. One-byte packed types only (kInt8,
-// kUint8): the packer the AMX one is tested against, and its fallback for sources whose rows are
-// adjacent.
+// kUint8): the packer the AMX kernel's is tested against.
 void PackRowChunksPortable(const MatrixView& source, PackedType type, const KernelFormat& format,
                            int panel_width, int start, int count, int depth_start, int depth,
                            void* packed, std::int32_t* sums);
