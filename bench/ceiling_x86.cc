@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bench/bench_common.h"
+#include "lowbit/internal/kernel/amx_tile_config.h"
 #include "lowbit/lowbit.h"
 
 namespace lowbit_bench {
@@ -265,54 +266,31 @@ __attribute__((target("avx512f,avx512vpopcntdq"))) void RunPopcountSteps(std::in
   // clang-format on
 }
 
-// The AMX kernel's (kernel_amx.cc): tdpbsud, 16 x 16 x 64 multiply-adds into each of its four
-// sum tiles from operand tiles loaded once (zeros, but loaded: operand tiles that TILEZERO
-// cleared ran twice as fast), its arithmetic alone; and its tile's whole step, the two lhs and
-// two rhs tile loads from L1 (4 KiB) besides, with the kernel's strides.
-struct alignas(64) AmxConfig {
-  std::uint8_t palette = 1;
-  std::uint8_t start_row = 0;
-  std::uint8_t reserved[14] = {};
-  std::uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-  std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
-};
+// The AMX kernel's (kernel_amx.cc), under its tile configuration: tdpbsud, 16 x 16 x 64
+// multiply-adds into each of its four sum tiles from operand tiles loaded once (zeros, but
+// loaded: operand tiles that TILEZERO cleared ran twice as fast), its arithmetic alone; and with
+// kLoadEachStep its tile's whole step, the two lhs and two rhs tile loads from L1 (4 KiB) besides,
+// with the kernel's strides.
 alignas(64) const std::uint8_t kAmxOperands[4096] = {};
 
-// LDTILECFG with the whole configuration as its operand (GCC's _tile_loadconfig names 8 bytes).
-void LoadAmxConfig(const AmxConfig& config) { asm volatile("ldtilecfg %0" : : "m"(config)); }
-
-__attribute__((target("amx-tile,amx-int8"))) void RunTileDotSteps(std::int64_t steps) {
-  const AmxConfig config;
-  LoadAmxConfig(config);
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
+__attribute__((target("amx-tile,amx-int8"))) inline void LoadAmxOperands() {
   _tile_loadd(4, kAmxOperands, 64);
   _tile_loadd(5, kAmxOperands + 1024, 64);
   _tile_loadd(6, kAmxOperands + 2048, 128);
   _tile_loadd(7, kAmxOperands + 2048 + 64, 128);
-  for (std::int64_t step = 0; step < steps; ++step) {
-    _tile_dpbsud(0, 4, 6);
-    _tile_dpbsud(1, 4, 7);
-    _tile_dpbsud(2, 5, 6);
-    _tile_dpbsud(3, 5, 7);
-  }
-  _tile_release();
 }
 
-__attribute__((target("amx-tile,amx-int8"))) void RunAmxTileSteps(std::int64_t steps) {
-  const AmxConfig config;
-  LoadAmxConfig(config);
+template <bool kLoadEachStep>
+__attribute__((target("amx-tile,amx-int8"))) void RunAmxSteps(std::int64_t steps) {
+  const lowbit::internal::TileConfig config;
+  lowbit::internal::LoadTileConfig(config);
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
   _tile_zero(3);
+  if constexpr (!kLoadEachStep) LoadAmxOperands();
   for (std::int64_t step = 0; step < steps; ++step) {
-    _tile_loadd(4, kAmxOperands, 64);
-    _tile_loadd(5, kAmxOperands + 1024, 64);
-    _tile_loadd(6, kAmxOperands + 2048, 128);
-    _tile_loadd(7, kAmxOperands + 2048 + 64, 128);
+    if constexpr (kLoadEachStep) LoadAmxOperands();
     _tile_dpbsud(0, 4, 6);
     _tile_dpbsud(1, 4, 7);
     _tile_dpbsud(2, 5, 6);
@@ -344,8 +322,8 @@ const Registration registration([] {
   // Asking for the kernels asks the OS for the tile registers, where the CPU has them.
   const std::vector<lowbit::Kernel> kernels = lowbit::AvailableKernels();
   if (std::find(kernels.begin(), kernels.end(), lowbit::Kernel::kAmx) != kernels.end()) {
-    RegisterCeiling("tdpbsud", 4 * 16 * 16 * 64, &RunTileDotSteps, {1, 2});
-    RegisterCeiling("amx_tile_step", 4 * 16 * 16 * 64, &RunAmxTileSteps, {1, 2});
+    RegisterCeiling("tdpbsud", 4 * 16 * 16 * 64, &RunAmxSteps<false>, {1, 2});
+    RegisterCeiling("amx_tile_step", 4 * 16 * 16 * 64, &RunAmxSteps<true>, {1, 2});
   }
 });
 

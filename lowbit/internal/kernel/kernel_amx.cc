@@ -14,8 +14,8 @@
 
 // <immintrin.h> through this header first: without GCC 12's false -Wuninitialized reports.
 #include "lowbit/fixedpoint/fixedpoint_avx512.h"
+#include "lowbit/internal/kernel/amx_tile_config.h"
 #include "lowbit/internal/kernel/kernel.h"
-#include "lowbit/internal/pack/pack.h"
 #include "lowbit/internal/pack/pack_x86.h"
 #include "lowbit/internal/pack/transpose_avx512.h"
 
@@ -34,19 +34,6 @@ constexpr KernelFormat kFormat{kRows, kCols, kGroup, PackedType::kInt8, PackedTy
 // Bytes between the rows of an rhs panel's depth groups: a group of 4 values for each column.
 constexpr int kRhsGroupBytes = kCols * kGroup;
 
-// LDTILECFG's 64-byte operand, palette 1: each tile register's rows and bytes per row. The
-// kernel takes one configuration, every tile 16 rows of 64 bytes, because LDTILECFG takes about
-// 300 cycles (measured here: more than a 64-deep call's four tdpbsud): a short last panel
-// multiplies whole tiles (its rows past the lhs are zeros) and copies out the rows asked for, and
-// a depth tail goes through zero-padded copies.
-struct alignas(64) TileConfig {
-  std::uint8_t palette = 1;
-  std::uint8_t start_row = 0;
-  std::uint8_t reserved[14] = {};
-  std::uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-  std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
-};
-
 // Configures the tiles unless they are so already (KernelImplementation::prepare, before each
 // block's calls): code between blocks (an output stage, a library in another GEMM on the same
 // thread) may configure them otherwise. STTILECFG waits for the tile instructions before it: in
@@ -55,11 +42,7 @@ void EnsureTilesConfigured() {
   static const TileConfig wanted;
   TileConfig current;
   asm volatile("sttilecfg %0" : "=m"(current));
-  if (std::memcmp(&current, &wanted, sizeof(TileConfig)) != 0) {
-    // Through an operand of the whole configuration: GCC's _tile_loadconfig names only its first
-    // 8 bytes as read.
-    asm volatile("ldtilecfg %0" : : "m"(wanted));
-  }
+  if (std::memcmp(&current, &wanted, sizeof(TileConfig)) != 0) LoadTileConfig(wanted);
 }
 
 // The tile registers: the sums of the top rows (lhs rows 0-15) by the left columns (rhs columns
@@ -147,8 +130,8 @@ void Multiply(const std::uint8_t* lhs, const std::uint8_t* rhs, int padded_depth
   if (tail > 0) {
     alignas(64) std::uint8_t lhs_rows[kRows][kChunk] = {};
     alignas(64) std::uint8_t rhs_groups[kChunk / kGroup][kRhsGroupBytes] = {};
-    const int rows = kBottom ? kRows : kHalf;
-    for (int i = 0; i < rows; ++i) std::memcpy(lhs_rows[i], lhs + i * tail, tail);
+    const int copied_rows = kBottom ? kRows : kHalf;
+    for (int i = 0; i < copied_rows; ++i) std::memcpy(lhs_rows[i], lhs + i * tail, tail);
     std::memcpy(rhs_groups, rhs, tail / kGroup * kRhsGroupBytes);
     MemoryBarrier();
     Step<kBottom>(&lhs_rows[0][0], kChunk, &rhs_groups[0][0]);
