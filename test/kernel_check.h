@@ -13,6 +13,7 @@
 
 #include "lowbit/internal/driver/driver.h"
 #include "lowbit/internal/kernel/kernel.h"
+#include "test/test_util.h"
 
 namespace lowbit {
 namespace test {
@@ -88,6 +89,26 @@ void CheckMicroKernel(const internal::KernelImplementation& kernel, const Matrix
   const int lhs_shift = internal::PackedValueShift(format.lhs_type, lhs.view);
   const int rhs_shift = internal::PackedValueShift(format.rhs_type, rhs_transposed.view);
 
+  // The packed (shifted) values, each row and column contiguous, and their 64-bit dot products.
+  std::vector<std::int64_t> lhs_rows(static_cast<std::size_t>(rows) * depth);
+  std::vector<std::int64_t> rhs_cols(static_cast<std::size_t>(cols) * depth);
+  for (int d = 0; d < depth; ++d) {
+    for (int r = 0; r < rows; ++r) {
+      lhs_rows[static_cast<std::size_t>(r) * depth + d] = lhs.Value(r, d) - lhs_shift;
+    }
+    for (int c = 0; c < cols; ++c) {
+      rhs_cols[static_cast<std::size_t>(c) * depth + d] = rhs_transposed.Value(c, d) - rhs_shift;
+    }
+  }
+  std::vector<std::int64_t> sums(static_cast<std::size_t>(used_rows) * cols);
+  for (int r = 0; r < used_rows; ++r) {
+    for (int c = 0; c < cols; ++c) {
+      sums[static_cast<std::size_t>(r) * cols + c] =
+          DotProduct(lhs_rows.data() + static_cast<std::size_t>(r) * depth,
+                     rhs_cols.data() + static_cast<std::size_t>(c) * depth, depth);
+    }
+  }
+
   const int acc_stride = cols + 5;
   constexpr std::int32_t kUntouched = -12345;
   std::vector<std::int32_t> acc(static_cast<std::size_t>(rows) * acc_stride, kUntouched);
@@ -103,10 +124,7 @@ void CheckMicroKernel(const internal::KernelImplementation& kernel, const Matrix
                                        << " rows at (" << r << ", " << c << ")";
           continue;
         }
-        std::int64_t sum = 0;
-        for (int d = 0; d < depth; ++d) {
-          sum += (lhs.Value(r, d) - lhs_shift) * (rhs_transposed.Value(c, d) - rhs_shift);
-        }
+        const std::int64_t sum = sums[static_cast<std::size_t>(r) * cols + c];
         const std::uint64_t times = accumulate ? 2 : 1;
         const auto expected = static_cast<std::int32_t>(
             static_cast<std::uint32_t>(static_cast<std::uint64_t>(sum) * times));
