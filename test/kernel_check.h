@@ -100,14 +100,7 @@ void CheckMicroKernel(const internal::KernelImplementation& kernel, const Matrix
       rhs_cols[static_cast<std::size_t>(c) * depth + d] = rhs_transposed.Value(c, d) - rhs_shift;
     }
   }
-  std::vector<std::int64_t> sums(static_cast<std::size_t>(used_rows) * cols);
-  for (int r = 0; r < used_rows; ++r) {
-    for (int c = 0; c < cols; ++c) {
-      sums[static_cast<std::size_t>(r) * cols + c] =
-          DotProduct(lhs_rows.data() + static_cast<std::size_t>(r) * depth,
-                     rhs_cols.data() + static_cast<std::size_t>(c) * depth, depth);
-    }
-  }
+  const std::vector<std::int64_t> sums = DotProducts(lhs_rows, rhs_cols, used_rows, cols, depth);
 
   const int acc_stride = cols + 5;
   constexpr std::int32_t kUntouched = -12345;

@@ -65,7 +65,7 @@ struct OwnedMatrix {
   MatrixMap<const Scalar> const_map() const { return map; }
 };
 
-// The reference's dot products: `count` entries of `a` and `b`, in int64. Test code, not what
+// The reference's dot product of `count` entries of `a` and `b`, in int64. Test code, not what
 // the sanitizers are there to check, so left uninstrumented: instrumented, the reference of the
 // multi-threaded large-shape tests took most of the ThreadSanitizer suite's time.
 __attribute__((no_sanitize("address", "thread", "undefined"))) inline std::int64_t DotProduct(
@@ -73,6 +73,22 @@ __attribute__((no_sanitize("address", "thread", "undefined"))) inline std::int64
   std::int64_t sum = 0;
   for (int k = 0; k < count; ++k) sum += a[k] * b[k];
   return sum;
+}
+
+// The dot products of the first `rows` of `lhs_rows` with each of the `cols` of `rhs_cols`, both
+// `depth` long and contiguous: entry (r, c) at r * cols + c.
+inline std::vector<std::int64_t> DotProducts(const std::vector<std::int64_t>& lhs_rows,
+                                             const std::vector<std::int64_t>& rhs_cols, int rows,
+                                             int cols, int depth) {
+  std::vector<std::int64_t> products(static_cast<std::size_t>(rows) * cols);
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c) {
+      products[static_cast<std::size_t>(r) * cols + c] =
+          DotProduct(lhs_rows.data() + static_cast<std::size_t>(r) * depth,
+                     rhs_cols.data() + static_cast<std::size_t>(c) * depth, depth);
+    }
+  }
+  return products;
 }
 
 // acc[r][c] = sum_k (lhs(r,k) + lhs_offset(r)) * (rhs(k,c) + rhs_offset(c)), in int64: the
@@ -97,15 +113,7 @@ std::vector<std::int64_t> ReferenceAccumulators(const MatrixMap<Lhs>& lhs,
           static_cast<std::int64_t>(rhs(k, c)) + rhs_offset(c);
     }
   }
-  std::vector<std::int64_t> acc(static_cast<std::size_t>(rows) * cols);
-  for (int r = 0; r < rows; ++r) {
-    for (int c = 0; c < cols; ++c) {
-      acc[static_cast<std::size_t>(r) * cols + c] =
-          DotProduct(lhs_rows.data() + static_cast<std::size_t>(r) * depth,
-                     rhs_cols.data() + static_cast<std::size_t>(c) * depth, depth);
-    }
-  }
-  return acc;
+  return DotProducts(lhs_rows, rhs_cols, rows, cols, depth);
 }
 
 // A (kernel, thread count, blocking) a GEMM must give the same bits on. Tiny caches force
