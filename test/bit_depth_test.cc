@@ -187,45 +187,48 @@ void CheckRequantizeLines(Kernel kernel, Order order) {
   for (int bits = 1; bits <= 8; ++bits) {
     for (BitDepthRounding rounding : kStrategies) {
       for (Operand operand : {Operand::kLhs, Operand::kRhs}) {
-        // A depth past several blocks of one period, and lines stored with padding.
-        const int lines = 5, depth = 2 * 1020 + 37;
-        OwnedMatrix<Scalar> source(lines, depth, order, 3, &random);
-        std::vector<std::uint8_t> out(static_cast<std::size_t>(lines) * depth);
-        std::vector<std::int32_t> sums(lines);
-        const std::uint32_t seed = 1000 + bits;
-        const internal::MatrixView view = internal::ViewOf(source.const_map());
-        std::vector<std::uint32_t> work((internal::RequantizeWorkBytes(view) + 3) / 4);
-        internal::RequantizeLines(kernel, view, bits, rounding, seed, operand, out.data(),
-                                  sums.data(), work.data());
-        const MatrixMap<const std::uint8_t> requantized(out.data(), lines, depth, order);
-        for (int line = 0; line < lines; ++line) {
-          std::int64_t sum = 0;
-          for (int k = 0; k < depth; ++k) {
-            const std::int64_t expected =
-                ScalarRequantized(source.map(line, k), bits, rounding, seed, operand, line, k);
-            ASSERT_EQ(requantized(line, k), expected)
-                << KernelName(kernel) << ", " << bits << " bits, " << BitDepthRoundingName(rounding)
-                << ", line " << line << ", k " << k;
-            sum += expected;
+        // Lines stored with padding, of depths within one block of one period, ending at and
+        // just past a block's end (where the AVX-512 line masks a step), and past several blocks.
+        for (const int depth : {1, 63, 64, 255, 256, 319, 510, 2 * 1020 + 37}) {
+          const int lines = 5;
+          OwnedMatrix<Scalar> source(lines, depth, order, 3, &random);
+          std::vector<std::uint8_t> out(static_cast<std::size_t>(lines) * depth);
+          std::vector<std::int32_t> sums(lines);
+          const std::uint32_t seed = 1000 + bits;
+          const internal::MatrixView view = internal::ViewOf(source.const_map());
+          std::vector<std::uint32_t> work((internal::RequantizeWorkBytes(view) + 3) / 4);
+          internal::RequantizeLines(kernel, view, bits, rounding, seed, operand, out.data(),
+                                    sums.data(), work.data());
+          const MatrixMap<const std::uint8_t> requantized(out.data(), lines, depth, order);
+          for (int line = 0; line < lines; ++line) {
+            std::int64_t sum = 0;
+            for (int k = 0; k < depth; ++k) {
+              const std::int64_t expected =
+                  ScalarRequantized(source.map(line, k), bits, rounding, seed, operand, line, k);
+              ASSERT_EQ(requantized(line, k), expected)
+                  << KernelName(kernel) << ", " << bits << " bits, "
+                  << BitDepthRoundingName(rounding) << ", line " << line << ", k " << k;
+              sum += expected;
+            }
+            ASSERT_EQ(sums[line], sum) << "line " << line;
           }
-          ASSERT_EQ(sums[line], sum) << "line " << line;
-        }
-        // Lines 2.. alone, as the driver requantizes a panel: the same values and sums.
-        constexpr int kFirst = 2;
-        internal::MatrixView part = view;
-        part.rows = lines - kFirst;
-        part.data = &source.map(kFirst, 0);
-        std::vector<std::uint8_t> part_out(static_cast<std::size_t>(part.rows) * depth);
-        std::vector<std::int32_t> part_sums(part.rows);
-        internal::RequantizeLines(kernel, part, bits, rounding, seed, operand, part_out.data(),
-                                  part_sums.data(), work.data(), kFirst);
-        const MatrixMap<const std::uint8_t> part_requantized(part_out.data(), part.rows, depth,
-                                                             order);
-        for (int line = 0; line < part.rows; ++line) {
-          ASSERT_EQ(part_sums[line], sums[kFirst + line]) << "line " << kFirst + line;
-          for (int k = 0; k < depth; ++k) {
-            ASSERT_EQ(part_requantized(line, k), requantized(kFirst + line, k))
-                << "line " << kFirst + line << ", k " << k;
+          // Lines 2.. alone, as the driver requantizes a panel: the same values and sums.
+          constexpr int kFirst = 2;
+          internal::MatrixView part = view;
+          part.rows = lines - kFirst;
+          part.data = &source.map(kFirst, 0);
+          std::vector<std::uint8_t> part_out(static_cast<std::size_t>(part.rows) * depth);
+          std::vector<std::int32_t> part_sums(part.rows);
+          internal::RequantizeLines(kernel, part, bits, rounding, seed, operand, part_out.data(),
+                                    part_sums.data(), work.data(), kFirst);
+          const MatrixMap<const std::uint8_t> part_requantized(part_out.data(), part.rows, depth,
+                                                               order);
+          for (int line = 0; line < part.rows; ++line) {
+            ASSERT_EQ(part_sums[line], sums[kFirst + line]) << "line " << kFirst + line;
+            for (int k = 0; k < depth; ++k) {
+              ASSERT_EQ(part_requantized(line, k), requantized(kFirst + line, k))
+                  << "line " << kFirst + line << ", k " << k;
+            }
           }
         }
       }
