@@ -25,6 +25,11 @@ struct Case {
   int threads;
 };
 
+inline bool operator==(const Case& a, const Case& b) {
+  return a.shape.rows == b.shape.rows && a.shape.cols == b.shape.cols &&
+         a.shape.depth == b.shape.depth && a.threads == b.threads;
+}
+
 // The shapes of the targets: square sizes, matrix-vector and a small batch, one
 // thread, and 1024^3 on two threads.
 inline const std::vector<Case>& Cases() {

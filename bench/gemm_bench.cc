@@ -5,6 +5,7 @@
 // summary of the medians side by side, with ratios (bench/summary_reporter.h).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -40,16 +41,19 @@ lowbit_bench::SummaryReporter::Ceilings Avx2Ceilings() {
 
 // The AVX-512 VNNI kernel's (`arithmetic` vpdpbusd, `tile_step` dot_tile_step) or the AMX
 // kernel's (tdpbsud, amx_tile_step): each runs prepacked weights and the narrow settings through
-// its 8-bit tile too, but for 1 x 1 bits, whose bit-serial kernel does one AND and popcount a
-// product.
+// its 8-bit tile too, but 1 x 1 bits, measured against one AND and popcount a product (the
+// bit-serial kernel's, which the dispatch picks for the larger shapes), and 1 x 2 bits, bit-serial
+// on some shapes and not others, measured against no ceiling.
 lowbit_bench::SummaryReporter::Ceilings Avx512Ceilings(lowbit::Kernel kernel,
                                                        const char* arithmetic,
                                                        const char* tile_step) {
   lowbit_bench::SummaryReporter::Ceilings ceilings;
   for (const LowbitSetting& setting : LowbitSettings()) {
     if (setting.kernel != kernel) continue;
-    const bool one_bit = setting.narrow != nullptr && setting.narrow->params.lhs_bits == 1 &&
-                         setting.narrow->params.rhs_bits == 1;
+    const int lhs_bits = setting.narrow != nullptr ? setting.narrow->params.lhs_bits : 8;
+    const int rhs_bits = setting.narrow != nullptr ? setting.narrow->params.rhs_bits : 8;
+    if (lhs_bits + rhs_bits == 3) continue;
+    const bool one_bit = lhs_bits == 1 && rhs_bits == 1;
     ceilings.arithmetic[setting.name] = one_bit ? "vpandd_vpopcntd_vpaddd" : arithmetic;
     if (!one_bit) ceilings.tile_step[setting.name] = tile_step;
   }
@@ -70,12 +74,38 @@ std::vector<Case> OversubscribedCases() {
   return cases;
 }
 
-// The narrow settings run on the shapes of their targets only; 8-bit prepacked weights on the
-// 4-bit weights' shapes too.
+// The shapes on which the dispatch chooses between a bit-serial kernel and the 8-bit one
+// (dispatch.cc's BitSerialPays), from a short lhs to 1024^3.
+const std::vector<Case>& BitSerialChoiceCases() {
+  static const std::vector<Case> cases = {{{1, 1024, 1024}, 1},  {{8, 1024, 1024}, 1},
+                                          {{64, 1024, 1024}, 1}, {{256, 256, 256}, 1},
+                                          {{512, 512, 512}, 1},  {{1024, 1024, 1024}, 1}};
+  return cases;
+}
+
+// The kernels with bit-serial implementations.
+bool HasBitSerial(lowbit::Kernel kernel) {
+  return kernel == lowbit::Kernel::kAvx2 || kernel == lowbit::Kernel::kAvx512Vnni ||
+         kernel == lowbit::Kernel::kAmx || kernel == lowbit::Kernel::kNeon;
+}
+
+// The narrow settings run on the shapes of their targets only, and those that may run bit-serially
+// on the shapes of that choice, where the kernel has bit-serial implementations; 8-bit GEMMs on
+// those shapes too, to be measured against, and 8-bit prepacked weights on the 4-bit weights'
+// shapes.
 std::vector<Case> CasesOf(const LowbitSetting& setting) {
   if (setting.narrow == &kFourBitWeights) return MemoryBoundCases();
+  const bool bit_serial_choice = HasBitSerial(setting.kernel);
+  if (setting.narrow != nullptr && bit_serial_choice && MayRunBitSerial(setting.narrow)) {
+    return BitSerialChoiceCases();
+  }
   if (setting.narrow != nullptr) return {{{1024, 1024, 1024}, 1}, {{256, 256, 256}, 1}};
   std::vector<Case> cases = Cases();
+  if (bit_serial_choice) {
+    for (const Case& c : BitSerialChoiceCases()) {
+      if (std::find(cases.begin(), cases.end(), c) == cases.end()) cases.push_back(c);
+    }
+  }
   if (setting.prepack) {
     cases.insert(cases.end(), MemoryBoundCases().begin(), MemoryBoundCases().end());
   }

@@ -83,7 +83,18 @@ inline const BitDepthSetting kBitDepthSettings[] = {
      {2, 2, lowbit::BitDepthRounding::kNearest, 0, lowbit::BitDepthMode::kDeclaredRange},
      "vpmaddubsw_vpaddw",
      "narrow_tile_step_k128"},
+    // 1 x 2 bits, bit-serial with AVX-512 VNNI for larger GEMMs and prepacked weights.
+    {"declared_L1R2",
+     {1, 2, lowbit::BitDepthRounding::kNearest, 0, lowbit::BitDepthMode::kDeclaredRange},
+     "vpmaddubsw_vpaddw",
+     "narrow_tile_step_k128"},
 };
+
+// The settings of fewer than 3 bits in all (1 x 1 and 1 x 2 bits), which the dispatch runs through
+// the bit-serial kernel or not by the GEMM's shape (dispatch.cc's BitSerialPays).
+inline bool MayRunBitSerial(const BitDepthSetting* narrow) {
+  return narrow != nullptr && narrow->params.lhs_bits + narrow->params.rhs_bits <= 3;
+}
 
 // Prepacked weights declared 4-bit, against an 8-bit lhs: the memory-bound matrix-vector target.
 inline const BitDepthSetting kFourBitWeights = {
@@ -99,7 +110,9 @@ inline const std::vector<Case>& MemoryBoundCases() {
 }
 
 // A lowbit setting of the suite, by its name in the cases (lowbit/<name>/...): a kernel alone
-// (<kernel>), with prepacked weights (<kernel>_prepacked), or narrow (<kernel>_<narrow name>).
+// (<kernel>), with prepacked weights (<kernel>_prepacked), narrow (<kernel>_<narrow name>), or
+// narrow with prepacked weights (<kernel>_prepacked_<narrow name>: 4-bit weights, and the declared
+// bit depths that may run bit-serially).
 struct LowbitSetting {
   std::string name;
   lowbit::Kernel kernel;
@@ -117,6 +130,11 @@ inline std::vector<LowbitSetting> LowbitSettings() {
     settings.push_back({name + "_prepacked_R4", kernel, true, &kFourBitWeights});
     for (const BitDepthSetting& narrow : kBitDepthSettings) {
       settings.push_back({name + "_" + narrow.name, kernel, false, &narrow});
+    }
+    for (const BitDepthSetting& narrow : kBitDepthSettings) {
+      if (MayRunBitSerial(&narrow) && narrow.params.mode == lowbit::BitDepthMode::kDeclaredRange) {
+        settings.push_back({name + "_prepacked_" + narrow.name, kernel, true, &narrow});
+      }
     }
   }
   return settings;

@@ -46,19 +46,33 @@ std::vector<BitSerial> BitSerialImplementations() {
   return found;
 }
 
-// The driver runs the bit-serial kernel for the bit depths where it pays (dispatch.cc's
-// BitSerialPays: 1 x 1 bits everywhere) and the kernel's other one elsewhere.
+// The driver runs the bit-serial kernel for the bit depths and uses (products per packed value)
+// where it pays (dispatch.cc's BitSerialPays) and the kernel's other one elsewhere: 1 x 1 bits on
+// every ISA for prepacked weights and large GEMMs, but with AVX-512 VNNI and AMX not for a short
+// lhs, whose rhs the 8-bit kernels read unpacked; 1 x 2 bits with AVX-512 VNNI only from 256 uses.
 TEST(BitSerialKernelTest, GemmsOfOneBitOperandsRunThem) {
   for (Kernel kernel : AvailableKernels()) {
     const KernelImplementation* one_bit = internal::GetBitSerialKernelImplementation(kernel, 1, 1);
     if (one_bit == nullptr) continue;
-    EXPECT_EQ(&internal::GetKernelImplementation(kernel, 1, 1), one_bit) << KernelName(kernel);
+    EXPECT_EQ(&internal::GetKernelImplementation(kernel, 1, 1, 1024), one_bit)
+        << KernelName(kernel);
     EXPECT_EQ(&internal::GetPrepackedRhsKernelImplementation(kernel, 1, 1), one_bit)
         << KernelName(kernel);
     EXPECT_EQ(internal::GetBitSerialKernelImplementation(kernel, 3, 1), nullptr);
     EXPECT_NE(&internal::GetKernelImplementation(kernel, 2, 2),
               internal::GetBitSerialKernelImplementation(kernel, 2, 2))
         << KernelName(kernel) << ": 2 x 2 bits are faster without";
+    const bool avx512 = kernel == Kernel::kAvx512Vnni || kernel == Kernel::kAmx;
+    EXPECT_EQ(&internal::GetKernelImplementation(kernel, 1, 1, 8) == one_bit, !avx512)
+        << KernelName(kernel) << ": 1 x 1 bits, 8 uses";
+    const KernelImplementation* one_and_two_bits =
+        internal::GetBitSerialKernelImplementation(kernel, 1, 2);
+    EXPECT_EQ(&internal::GetKernelImplementation(kernel, 1, 2, 1024) == one_and_two_bits,
+              kernel == Kernel::kAvx512Vnni)
+        << KernelName(kernel) << ": 1 x 2 bits, 1024 uses";
+    EXPECT_NE(&internal::GetKernelImplementation(kernel, 2, 1, 64),
+              internal::GetBitSerialKernelImplementation(kernel, 2, 1))
+        << KernelName(kernel) << ": 2 x 1 bits, 64 uses";
   }
 }
 

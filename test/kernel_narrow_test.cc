@@ -214,11 +214,17 @@ struct Int32Result {
 
 TEST_P(NarrowGemmTest, MatchesTheReferenceForEveryBitDepthPair) {
   std::mt19937 random(5);
-  const Shape shapes[] = {{1, 1, 1}, {1, 300, 37}, {7, 13, 29}, {23, 97, 5}, {64, 130, 67}};
+  const std::vector<Shape> shapes = {
+      {1, 1, 1}, {1, 300, 37}, {7, 13, 29}, {23, 97, 5}, {64, 130, 67}};
+  // And for 1 and 2 bits, shapes past the thresholds at which the bit-serial kernels take over
+  // (dispatch.cc's BitSerialPays: 32, 256 and 1024 for min(rows, cols)).
+  std::vector<Shape> bit_serial_shapes = shapes;
+  bit_serial_shapes.insert(bit_serial_shapes.end(),
+                           {{40, 33, 70}, {300, 260, 17}, {1030, 1025, 5}});
   int index = 0;
   for (int lhs_bits = 1; lhs_bits <= 8; ++lhs_bits) {
     for (int rhs_bits = 1; rhs_bits <= 8; ++rhs_bits) {
-      for (const Shape& shape : shapes) {
+      for (const Shape& shape : lhs_bits <= 2 && rhs_bits <= 2 ? bit_serial_shapes : shapes) {
         ++index;
         const ElementType lhs_type = index % 2 ? ElementType::kUint8 : ElementType::kInt8;
         const ElementType rhs_type = index % 3 ? ElementType::kInt8 : ElementType::kUint8;

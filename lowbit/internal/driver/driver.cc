@@ -526,7 +526,8 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   const KernelImplementation& chosen =
       packed_rhs != nullptr
           ? GetPrepackedRhsKernelImplementation(resolved_kernel, lhs.bits, rhs.bits, lhs.rows)
-          : GetKernelImplementation(resolved_kernel, lhs.bits, rhs.bits);
+          : GetKernelImplementation(resolved_kernel, lhs.bits, rhs.bits,
+                                    std::min(lhs.rows, rhs.cols));
   const bool unfold =
       packed_rhs != nullptr && chosen.unfold_rhs != nullptr && lhs.rows > kUnfoldRows;
   const KernelImplementation& kernel = unfold ? chosen.unfolded() : chosen;

@@ -193,10 +193,16 @@ const KernelImplementation* NeonNarrowKernel(int lhs_bits, int rhs_bits);
 const KernelImplementation* NeonBitSerialKernel(int lhs_bits, int rhs_bits);
 #endif
 
+// How many products each packed value of a GEMM takes part in, for choosing a kernel whose packing
+// costs more: min(rows, cols) for a GEMM that packs both operands; this for a prepacked rhs, packed
+// once, or where the caller asks what suits the largest GEMMs.
+constexpr int kUnboundedUses = 1 << 30;
+
 // The implementation for a resolved (non-kAuto) kernel, and operands of these bit depths
-// (MatrixView::bits): the kernel's narrow implementation where it has one and they allow it.
+// (MatrixView::bits) whose packed values each take part in `uses` products: the kernel's narrow
+// implementation where it has one, they allow it and it pays for the uses.
 const KernelImplementation& GetKernelImplementation(Kernel kernel, int lhs_bits = 8,
-                                                    int rhs_bits = 8);
+                                                    int rhs_bits = 8, int uses = kUnboundedUses);
 // The implementation that packs prepacked weights (PrepackedRhs) for `kernel` and multiplies
 // them with an lhs of `lhs_rows` rows (0 to pack them: every implementation this returns for the
 // same kernel and bit depths reads the same rhs layout): the narrow one for bit depths that have
