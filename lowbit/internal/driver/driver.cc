@@ -568,8 +568,11 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
       output_writer != nullptr && !lhs_offset.is_per_channel() && !rhs_offset.is_per_channel();
   // A short lhs against an rhs whose columns hold their depth values adjacent: the kernel reads
   // the rhs where it lies. Packing it would cost several times the product (1 x 1024 x 1024:
-  // packing took 70% of the time, the tile 19%).
-  const bool direct = kernel.direct_rhs != nullptr && stream_rhs && narrow == nullptr &&
+  // packing took 70% of the time, the tile 19%). Declared-range operands too, whose values are
+  // the bytes as they lie; requantized ones are requantized as they are packed.
+  const bool requantized = narrow != nullptr && (narrow->lhs_requantization != nullptr ||
+                                                 narrow->rhs_requantization != nullptr);
+  const bool direct = kernel.direct_rhs != nullptr && stream_rhs && !requantized &&
                       rows <= kMaxDirectRhsRows && rhs.order == Order::kColMajor;
   // Streamed and unfolded blocks go to each worker's rhs block; the direct product and a
   // prepacked rhs read theirs where they lie.
