@@ -203,21 +203,21 @@ namespace {
 // each packed value is used `uses` times. Each plane pair costs an AND and a popcount, so the pairs
 // decide the products' speed; but a GEMM packs both operands into bit planes on every call, which
 // pays back only where each packed value takes part in enough products, while the 8-bit kernels
-// read a short lhs's rhs where it lies (the matrix-vector path). Measured with declared operands on
-// one thread (gemm_bench's <kernel>_declared_L1R1 / _L1R2 / _prepacked_declared_L1R1 / ..., on the
-// AMX Xeon of doc/performance.md), against the same ISA's 8-bit GEMM:
-// - AVX-512 VNNI, 1 x 1 bits: 0.11x at 1 x 1024 x 1024, 0.39x at 8 rows, 0.69x at 16, 1.17x at 32,
-//   1.4x to 2.2x from 256^3; 1 x 2 bits: 0.73x at 64 rows, 1.0x at 256^3, 1.1x to 1.3x above.
+// read a short lhs's rhs where it lies (the direct product). Measured with declared operands on one
+// thread (gemm_bench's <kernel>_declared_L1R1, _declared_L1R2, _prepacked_declared_L1R1, ..., on
+// the AMX Xeon of doc/performance.md), against the same ISA's 8-bit GEMM:
+// - AVX-512 VNNI, 1 x 1 bits: 0.11x at 1 x 1024 x 1024, 0.39x at 8 rows, 1.1x to 1.6x at 64 (in a
+//   run with 16 and 32 rows added, 0.69x and 1.17x), 1.2x to 2.3x from 256^3; 1 x 2 bits: 0.73x at
+//   64 rows, 1.0x at 256^3, 1.1x to 1.3x above.
 // - AMX: the tile's 16384 products an instruction against popcounts of 512 bits. 1 x 1 bits:
 //   0.1x to 0.8x up to 64 rows; 0.6x to 1.2x at 256^3, 0.75x to 1.3x at 512^3 and 0.9x to 1.5x at
-//   1024^3 in four runs (the tile's speed swings on that host); 1 x 2 bits 0.35x to 0.72x.
+//   1024^3 over runs (the tile's speed swings on that host); 1 x 2 bits 0.35x to 0.72x.
 // - Prepacked weights, packed once (kUnboundedUses): 1 x 1 bits 1.5x to 4.1x the 8-bit prepacked
 //   GEMM from 1 to 1024 rows with AVX-512 VNNI or AMX (0.98x at 256^3 with AMX), 1 x 2 bits 1.2x
 //   to 3.0x with AVX-512 VNNI; with AMX 3.0x at one row, 1.2x at 8 and 0.65x to 0.8x from 256^3,
 //   kept for the short lhs that prepacked weights usually meet.
-// - AVX2, 1 x 1 bits: 1.2x at one row to 3.8x at 1024^3; against its int16 narrow kernel, 1 x 2
-// bits
-//   0.98x and 2 x 2 bits 0.54x at 1024^3.
+// - AVX2, 1 x 1 bits: 1.2x at one row to 3.8x at 1024^3; against the AVX2 int16 narrow kernel,
+//   1 x 2 bits 0.98x and 2 x 2 bits 0.54x at 1024^3.
 // - NEON, not measured on hardware (qemu only): 1 x 1 bits, whose AND and vcnt make 128 products
 //   where SDOT makes 16.
 bool BitSerialPays(Kernel kernel, int lhs_bits, int rhs_bits, int uses) {
