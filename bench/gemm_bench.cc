@@ -16,6 +16,7 @@
 #include "bench/bench_common.h"
 #include "bench/lowbit_cases.h"
 #include "bench/summary_reporter.h"
+#include "lowbit/internal/kernel/kernel.h"
 #include "lowbit/lowbit.h"
 
 namespace lowbit_bench {
@@ -50,10 +51,9 @@ lowbit_bench::SummaryReporter::Ceilings Avx512Ceilings(lowbit::Kernel kernel,
   lowbit_bench::SummaryReporter::Ceilings ceilings;
   for (const LowbitSetting& setting : LowbitSettings()) {
     if (setting.kernel != kernel) continue;
-    const int lhs_bits = setting.narrow != nullptr ? setting.narrow->params.lhs_bits : 8;
-    const int rhs_bits = setting.narrow != nullptr ? setting.narrow->params.rhs_bits : 8;
-    if (lhs_bits + rhs_bits == 3) continue;
-    const bool one_bit = lhs_bits == 1 && rhs_bits == 1;
+    const bool one_bit = setting.narrow != nullptr && setting.narrow->params.lhs_bits == 1 &&
+                         setting.narrow->params.rhs_bits == 1;
+    if (MayRunBitSerial(setting.narrow) && !one_bit) continue;
     ceilings.arithmetic[setting.name] = one_bit ? "vpandd_vpopcntd_vpaddd" : arithmetic;
     if (!one_bit) ceilings.tile_step[setting.name] = tile_step;
   }
@@ -83,19 +83,15 @@ const std::vector<Case>& BitSerialChoiceCases() {
   return cases;
 }
 
-// The kernels with bit-serial implementations.
-bool HasBitSerial(lowbit::Kernel kernel) {
-  return kernel == lowbit::Kernel::kAvx2 || kernel == lowbit::Kernel::kAvx512Vnni ||
-         kernel == lowbit::Kernel::kAmx || kernel == lowbit::Kernel::kNeon;
-}
-
 // The narrow settings run on the shapes of their targets only, and those that may run bit-serially
-// on the shapes of that choice, where the kernel has bit-serial implementations; 8-bit GEMMs on
+// on the shapes of that choice, where the kernel has bit-serial implementations on this CPU
+// (AVX-512 ones need VPOPCNTDQ); 8-bit GEMMs on
 // those shapes too, to be measured against, and 8-bit prepacked weights on the 4-bit weights'
 // shapes.
 std::vector<Case> CasesOf(const LowbitSetting& setting) {
   if (setting.narrow == &kFourBitWeights) return MemoryBoundCases();
-  const bool bit_serial_choice = HasBitSerial(setting.kernel);
+  const bool bit_serial_choice =
+      lowbit::internal::GetBitSerialKernelImplementation(setting.kernel, 1, 1) != nullptr;
   if (setting.narrow != nullptr && bit_serial_choice && MayRunBitSerial(setting.narrow)) {
     return BitSerialChoiceCases();
   }

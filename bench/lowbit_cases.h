@@ -130,8 +130,6 @@ inline std::vector<LowbitSetting> LowbitSettings() {
     settings.push_back({name + "_prepacked_R4", kernel, true, &kFourBitWeights});
     for (const BitDepthSetting& narrow : kBitDepthSettings) {
       settings.push_back({name + "_" + narrow.name, kernel, false, &narrow});
-    }
-    for (const BitDepthSetting& narrow : kBitDepthSettings) {
       if (MayRunBitSerial(&narrow) && narrow.params.mode == lowbit::BitDepthMode::kDeclaredRange) {
         settings.push_back({name + "_prepacked_" + narrow.name, kernel, true, &narrow});
       }

@@ -566,20 +566,6 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   const bool stream_rhs = row_tasks == 1 && packed_rhs == nullptr;
   const bool separable_terms =
       output_writer != nullptr && !lhs_offset.is_per_channel() && !rhs_offset.is_per_channel();
-  // A short lhs against an rhs whose columns hold their depth values adjacent: the kernel reads
-  // the rhs where it lies. Packing it would cost several times the product (1 x 1024 x 1024:
-  // packing took 70% of the time, the tile 19%). Declared-range operands too, whose values are
-  // the bytes as they lie; requantized ones are requantized as they are packed.
-  const bool requantized = narrow != nullptr && (narrow->lhs_requantization != nullptr ||
-                                                 narrow->rhs_requantization != nullptr);
-  const bool direct = kernel.direct_rhs != nullptr && stream_rhs && !requantized &&
-                      rows <= kMaxDirectRhsRows && rhs.order == Order::kColMajor;
-  // Streamed and unfolded blocks go to each worker's rhs block; the direct product and a
-  // prepacked rhs read theirs where they lie.
-  const RhsMemory rhs_memory = (stream_rhs && !direct) || unfold ? RhsMemory::kWorkerBlock
-                               : direct                          ? RhsMemory::kUnpacked
-                               : packed_rhs != nullptr           ? RhsMemory::kPrepacked
-                                                                 : RhsMemory::kSharedChunk;
   // Requantized operands, as the task sees them: each worker requantizes a panel at a time.
   const LineRequantization* lhs_requantization = narrow == nullptr ? nullptr
                                                  : transposed      ? narrow->rhs_requantization
@@ -587,6 +573,19 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   const LineRequantization* rhs_requantization = narrow == nullptr ? nullptr
                                                  : transposed      ? narrow->lhs_requantization
                                                                    : narrow->rhs_requantization;
+  // A short lhs against an rhs whose columns hold their depth values adjacent: the kernel reads
+  // the rhs where it lies. Packing it would cost several times the product (1 x 1024 x 1024:
+  // packing took 70% of the time, the tile 19%). Declared-range operands too, whose values are
+  // the bytes as they lie; requantized ones are requantized as they are packed.
+  const bool direct = kernel.direct_rhs != nullptr && stream_rhs && lhs_requantization == nullptr &&
+                      rhs_requantization == nullptr && rows <= kMaxDirectRhsRows &&
+                      rhs.order == Order::kColMajor;
+  // Streamed and unfolded blocks go to each worker's rhs block; the direct product and a
+  // prepacked rhs read theirs where they lie.
+  const RhsMemory rhs_memory = (stream_rhs && !direct) || unfold ? RhsMemory::kWorkerBlock
+                               : direct                          ? RhsMemory::kUnpacked
+                               : packed_rhs != nullptr           ? RhsMemory::kPrepacked
+                                                                 : RhsMemory::kSharedChunk;
   const int requantize_width = std::max(format.lhs_rows, format.rhs_cols);
   std::size_t requantize_work_bytes = 0;
   for (const LineRequantization* requantization : {lhs_requantization, rhs_requantization}) {
