@@ -540,6 +540,97 @@ TEST_P(DeclaredRangeTest, FourBitWeightsForShortAndTallLhs) {
   }
 }
 
+// A short lhs's declared rhs is checked as the direct product reads it (one block, written only
+// if the check passes): every value at the edges of the range is accepted and exact, and one
+// outside it anywhere (first and last columns, the last column group's tail, the last depth
+// value) is reported with its position, the result untouched. Padding outside the matrix holds
+// values outside the range, which the check must not read. The transposed case (a column-major
+// result with more rows than columns) checks the lhs this way.
+template <typename RhsScalar>
+void CheckShortLhsRanges(Context* context) {
+  constexpr std::int32_t kSentinel = 0x5a5a5a5a;
+  std::mt19937 random(17);
+  for (int bits : {2, 7}) {
+    const int min = std::is_signed<RhsScalar>::value ? -(1 << (bits - 1)) : 0;
+    const int max = std::is_signed<RhsScalar>::value ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
+    const BitDepthParams params{8, bits, BitDepthRounding::kAuto, 0, BitDepthMode::kDeclaredRange};
+    for (int rows : {1, 3, 5, 8}) {
+      for (int depth : {1, 70, 200}) {
+        for (int cols : {1, 13, 37}) {
+          OwnedMatrix<std::uint8_t> lhs(rows, depth, Order::kRowMajor, 0, &random);
+          OwnedMatrix<RhsScalar> rhs(depth, cols, Order::kColMajor, 3, &random);
+          std::uniform_int_distribution<int> value(min, max);
+          for (int c = 0; c < cols; ++c) {
+            for (int d = 0; d < depth; ++d) {
+              rhs.storage[c * rhs.map.stride() + d] = static_cast<RhsScalar>(value(random));
+            }
+            // The padding, outside the range.
+            for (int d = depth; d < rhs.map.stride(); ++d) {
+              rhs.storage[c * rhs.map.stride() + d] = static_cast<RhsScalar>(max + 1);
+            }
+          }
+          rhs.storage[0] = static_cast<RhsScalar>(min);
+          rhs.storage[(cols - 1) * rhs.map.stride() + depth - 1] = static_cast<RhsScalar>(max);
+          const auto exact = ReferenceAccumulators(lhs.const_map(), rhs.const_map(), -3, 17);
+          std::vector<std::int32_t> result_data(rows * cols, kSentinel);
+          MatrixMap<std::int32_t> result(result_data.data(), rows, cols, Order::kRowMajor);
+          Gemm(context, lhs.const_map(), rhs.const_map(), &result, -3, 17, params);
+          for (int r = 0; r < rows; ++r) {
+            for (int c = 0; c < cols; ++c) {
+              ASSERT_EQ(result(r, c), exact[r * cols + c])
+                  << rows << "x" << depth << "x" << cols << ", " << bits << " bits";
+            }
+          }
+          for (const auto& [d, c] : {std::pair<int, int>{0, 0},
+                                     {depth - 1, cols - 1},
+                                     {depth / 2, cols / 2},
+                                     {depth - 1, cols - cols % 4}}) {
+            if (c >= cols) continue;
+            RhsScalar& entry = rhs.storage[c * rhs.map.stride() + d];
+            const RhsScalar kept = entry;
+            const int outside = (d + c) % 2 == 0 || min == 0 ? max + 1 : min - 1;
+            entry = static_cast<RhsScalar>(outside);
+            std::fill(result_data.begin(), result_data.end(), kSentinel);
+            ExpectError(
+                [&] { Gemm(context, lhs.const_map(), rhs.const_map(), &result, -3, 17, params); },
+                "rhs",
+                "holds " + std::to_string(outside) + " at (" + std::to_string(d) + ", " +
+                    std::to_string(c) + ")");
+            for (std::int32_t written : result_data) ASSERT_EQ(written, kSentinel);
+            // Transposed: the same values as an lhs, against a short rhs, to a column-major
+            // result.
+            OwnedMatrix<RhsScalar> tall(cols, depth, Order::kRowMajor, 0, &random);
+            for (int i = 0; i < cols; ++i) {
+              for (int k = 0; k < depth; ++k) tall.map(i, k) = rhs.map(k, i);
+            }
+            OwnedMatrix<std::uint8_t> short_rhs(depth, rows, Order::kColMajor, 0, &random);
+            MatrixMap<std::int32_t> tall_result(result_data.data(), cols, rows, Order::kColMajor);
+            const BitDepthParams tall_params{bits, 8, BitDepthRounding::kAuto, 0,
+                                             BitDepthMode::kDeclaredRange};
+            ExpectError(
+                [&] {
+                  Gemm(context, tall.const_map(), short_rhs.const_map(), &tall_result, 17, -3,
+                       tall_params);
+                },
+                "lhs",
+                "holds " + std::to_string(outside) + " at (" + std::to_string(c) + ", " +
+                    std::to_string(d) + ")");
+            for (std::int32_t written : result_data) ASSERT_EQ(written, kSentinel);
+            entry = kept;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(DeclaredRangeTest, ShortLhsRhsCheckedAsTheProductReadsIt) {
+  Context context;
+  Configure(&context, GetParam());
+  CheckShortLhsRanges<std::uint8_t>(&context);
+  CheckShortLhsRanges<std::int8_t>(&context);
+}
+
 // Every rejected BitDepthParams, declared range and prepacked mismatch, with the result
 // untouched.
 class BitDepthErrorTest : public testing::Test {

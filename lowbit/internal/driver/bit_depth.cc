@@ -128,40 +128,61 @@ void ValidateBitDepthParams(const BitDepthParams& params) {
   }
 }
 
-void CheckDeclaredRange(const char* name, const char* bits_field, const MatrixView& view,
-                        int bits) {
-  const bool is_signed = view.type == ElementType::kInt8;
-  const int min_allowed = is_signed ? -(1 << (bits - 1)) : 0;
-  const int max_allowed = is_signed ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
+namespace {
+
+// The smallest and largest values a declared range allows.
+struct Limits {
+  int min_allowed;
+  int max_allowed;
+};
+Limits LimitsOf(const DeclaredRange& range) {
+  if (range.view.type == ElementType::kInt8) {
+    return {-(1 << (range.bits - 1)), (1 << (range.bits - 1)) - 1};
+  }
+  return {0, (1 << range.bits) - 1};
+}
+
+}  // namespace
+
+// A value is in range when, biased by -min_allowed, it fits `bits` unsigned bits.
+RangeBits RangeBitsOf(const DeclaredRange& range) {
+  const Limits limits = LimitsOf(range);
+  return {static_cast<std::uint8_t>(-limits.min_allowed),
+          static_cast<std::uint8_t>(~limits.max_allowed + limits.min_allowed)};
+}
+
+void CheckDeclaredRange(const DeclaredRange& range) {
+  const MatrixView& view = range.view;
   const bool row_major = view.order == Order::kRowMajor;
   const int lines = row_major ? view.rows : view.cols;
   const int length = row_major ? view.cols : view.rows;
   // An empty matrix may have null data, which no line address may be computed from.
   if (length == 0) return;
-  // A value is in range when, biased by -min_allowed, it fits `bits` unsigned bits: the bits of
-  // the biased values above those are OR'ed together, over all lines at once where they are
-  // stored one after another, else line by line, and the offending entry is searched for only
-  // once a line is known to hold one.
-  const auto bias = static_cast<std::uint8_t>(-min_allowed);
-  const auto above = static_cast<std::uint8_t>(~max_allowed + min_allowed);
+  // The bits of the biased values above the range's are OR'ed together, over all lines at once
+  // where they are stored one after another, else line by line, and the offending entry is
+  // searched for only once a line is known to hold one.
   const auto* values = static_cast<const std::uint8_t*>(view.data);
+  RangeBits scan = RangeBitsOf(range);
   const auto in_range = [&](const std::uint8_t* first, std::ptrdiff_t count) {
-    return (BitsOfBiased(first, count, bias) & above) == 0;
+    scan.bits = BitsOfBiased(first, count, scan.bias);
+    return scan.InRange();
   };
   if (view.stride == length && in_range(values, static_cast<std::ptrdiff_t>(lines) * length)) {
     return;
   }
+  const Limits limits = LimitsOf(range);
   for (int line = 0; line < lines; ++line) {
     if (in_range(values + static_cast<std::ptrdiff_t>(line) * view.stride, length)) continue;
     for (int i = 0; i < length; ++i) {
       const int row = row_major ? line : i, col = row_major ? i : line;
       const int value = ValueAt(view, row, col);
-      if (value < min_allowed || value > max_allowed) {
-        throw Error(name, "holds " + std::to_string(value) + " at (" + std::to_string(row) + ", " +
-                              std::to_string(col) + "), outside [" + std::to_string(min_allowed) +
-                              ", " + std::to_string(max_allowed) +
-                              "]: BitDepthMode::kDeclaredRange promises " + std::to_string(bits) +
-                              "-bit values (bit_depth." + bits_field + ")");
+      if (value < limits.min_allowed || value > limits.max_allowed) {
+        throw Error(range.name,
+                    "holds " + std::to_string(value) + " at (" + std::to_string(row) + ", " +
+                        std::to_string(col) + "), outside [" + std::to_string(limits.min_allowed) +
+                        ", " + std::to_string(limits.max_allowed) +
+                        "]: BitDepthMode::kDeclaredRange promises " + std::to_string(range.bits) +
+                        "-bit values (bit_depth." + range.bits_field + ")");
       }
     }
   }
@@ -172,9 +193,11 @@ void ValidateBitDepthArguments(const BitDepthParams* params, const MatrixView& l
   if (params != nullptr) ValidateBitDepthParams(*params);
   if (prepacked_rhs != nullptr) CheckPrepackedBitDepth(*prepacked_rhs, params);
   if (params == nullptr || params->mode != BitDepthMode::kDeclaredRange) return;
-  CheckDeclaredRange("lhs", "lhs_bits", lhs, params->lhs_bits);
+  // A GEMM with an empty result runs nothing; any other checks its operands itself.
+  if (lhs.rows != 0 && rhs.cols != 0) return;
+  CheckDeclaredRange({"lhs", "lhs_bits", lhs, params->lhs_bits});
   // A prepacked rhs was checked when it was packed.
-  if (prepacked_rhs == nullptr) CheckDeclaredRange("rhs", "rhs_bits", rhs, params->rhs_bits);
+  if (prepacked_rhs == nullptr) CheckDeclaredRange({"rhs", "rhs_bits", rhs, params->rhs_bits});
 }
 
 void RunBitDepthGemm(Context& context, const MatrixView& lhs, const MatrixView& rhs,
@@ -184,7 +207,12 @@ void RunBitDepthGemm(Context& context, const MatrixView& lhs, const MatrixView& 
   const PackedOperand* packed_rhs = prepacked_rhs != nullptr ? &prepacked_rhs->packed() : nullptr;
   const MatrixView gemm_rhs = packed_rhs != nullptr ? ViewOf(*packed_rhs) : rhs;
   if (params.mode == BitDepthMode::kDeclaredRange) {
-    const NarrowOperands narrow{params.lhs_bits, params.rhs_bits, nullptr};
+    // A prepacked rhs was checked when it was packed.
+    const DeclaredRange lhs_range{"lhs", "lhs_bits", lhs, params.lhs_bits};
+    const DeclaredRange rhs_range{"rhs", "rhs_bits", rhs, params.rhs_bits};
+    NarrowOperands narrow{params.lhs_bits, params.rhs_bits, nullptr};
+    narrow.lhs_range = &lhs_range;
+    if (prepacked_rhs == nullptr) narrow.rhs_range = &rhs_range;
     RunGemm(context, lhs, gemm_rhs, packed_rhs, lhs_offset, rhs_offset, target, &narrow);
     return;
   }

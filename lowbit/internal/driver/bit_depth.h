@@ -51,21 +51,36 @@ MatrixView RequantizedView(const MatrixView& lines, std::uint8_t* out);
 // Throws lowbit::Error naming "bit_depth.<field>" unless every field is valid.
 void ValidateBitDepthParams(const BitDepthParams& params);
 
-// Throws lowbit::Error naming `name` unless every value of `view` fits `bits` bits (uint8 in
-// [0, 2^bits - 1], int8 in [-2^(bits-1), 2^(bits-1) - 1]): the declared-range promise, whose
-// bit depth is the field `bits_field` of BitDepthParams.
-void CheckDeclaredRange(const char* name, const char* bits_field, const MatrixView& view, int bits);
+// The declared-range promise of an operand: every value of `view` fits `bits` bits (uint8 in
+// [0, 2^bits - 1], int8 in [-2^(bits-1), 2^(bits-1) - 1]). `name` is the operand's argument
+// ("lhs", "rhs") and `bits_field` the field of BitDepthParams that sets `bits`.
+struct DeclaredRange {
+  const char* name;
+  const char* bits_field;
+  MatrixView view;
+  int bits;
+};
+
+// Throws lowbit::Error naming range.name, with the first value outside the range and where it
+// is, unless every value is within it.
+void CheckDeclaredRange(const DeclaredRange& range);
+
+// The range's bias and bits above it, with nothing scanned yet.
+RangeBits RangeBitsOf(const DeclaredRange& range);
 
 // The checks a GEMM makes of its BitDepthParams (null for an ordinary GEMM), after
-// ValidateGemmArguments: each field, a prepacked rhs packed with matching params (or, for an
-// ordinary GEMM, without any), and in declared-range mode the values of the operands.
+// ValidateGemmArguments: each field, and a prepacked rhs packed with matching params (or, for an
+// ordinary GEMM, without any). The declared ranges of the operands' values are checked here
+// only for an empty result; otherwise RunBitDepthGemm's GEMM checks them before it writes
+// anything, the rhs of a short lhs as its product reads it.
 void ValidateBitDepthArguments(const BitDepthParams* params, const MatrixView& lhs,
                                const MatrixView& rhs, const PrepackedRhs* prepacked_rhs);
 
 // The GEMM with narrow operands: in kRequantize mode, requantizes both operands (the rhs unless
 // prepacked), multiplies them and rescales each block to approximate the 8-bit result; in
-// kDeclaredRange mode, the ordinary GEMM. Arguments must have passed every check above and
-// ValidateGemmArguments.
+// kDeclaredRange mode, the ordinary GEMM, which throws before writing anything if an operand
+// (not a prepacked rhs, checked when packed) breaks its declared range. Arguments must have
+// passed every check above and ValidateGemmArguments.
 void RunBitDepthGemm(Context& context, const MatrixView& lhs, const MatrixView& rhs,
                      const PrepackedRhs* prepacked_rhs, const Offsets& lhs_offset,
                      const Offsets& rhs_offset, const BitDepthParams& params,

@@ -15,6 +15,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
 #include <utility>
 
 #include "lowbit/internal/driver/bit_depth.h"
@@ -179,6 +182,9 @@ struct GemmTask {
   int requantize_width = 0;
   // The requantized lhs rows' rescale terms are set (SetLhsTerms): packing leaves them.
   bool lhs_terms_set = false;
+  // A declared range of the rhs that the direct product checks as it reads it, or null
+  // (RunGemm): the GEMM is then one block, written only if the check passes.
+  RangeBits* rhs_range = nullptr;
 
   std::size_t LhsPanelBytes() const {
     return PackedBytes(kernel.format.lhs_type,
@@ -298,11 +304,13 @@ struct GemmTask {
         std::int32_t* const col_sums = shared.col_sums + block_start;
         const std::int32_t* const lhs_offsets = shared.lhs_offsets + row_start;
         const bool sum_columns =
+            rhs_range != nullptr ||
             std::any_of(lhs_offsets, lhs_offsets + rows, [](std::int32_t a) { return a != 0; });
         if (!sum_columns) std::fill_n(col_sums, block_cols, 0);
         direct_rhs(DirectLhs(scratch), DirectLhsStride(depth), rows, depth, rhs_transposed,
                    chunk_start + block_start, block_cols, scratch.acc, acc_stride,
-                   sum_columns ? col_sums : nullptr);
+                   sum_columns ? col_sums : nullptr, rhs_range);
+        if (rhs_range != nullptr && !rhs_range->InRange()) return;
         FinishBlock(scratch, row_start, rows, block_start, block_cols, acc_stride);
         continue;
       }
@@ -535,7 +543,7 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
       target.program != nullptr ? OutputWriterFor(resolved_kernel) : nullptr;
   const KernelFormat& format = kernel.format;
   const int rows = lhs.rows, cols = rhs.cols, depth = lhs.cols;
-  const Blocking blocking = state.blocking.For(format, state.caches, rows, cols, depth);
+  Blocking blocking = state.blocking.For(format, state.caches, rows, cols, depth);
   const int padded_depth = RoundUp(depth, format.depth_group);
   const int row_panels = (rows + format.lhs_rows - 1) / format.lhs_rows;
   // A thread's share must outweigh handing it over (and, on a busy machine, waiting for a core):
@@ -566,13 +574,18 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   const bool stream_rhs = row_tasks == 1 && packed_rhs == nullptr;
   const bool separable_terms =
       output_writer != nullptr && !lhs_offset.is_per_channel() && !rhs_offset.is_per_channel();
+  // The parts of `narrow` for the task's lhs (the result's lhs, or its rhs when transposed) and
+  // for its rhs, or null.
+  const auto task_sides = [&](auto result_lhs_part, auto result_rhs_part) {
+    using Part = std::decay_t<decltype(narrow->*result_lhs_part)>;
+    if (narrow == nullptr) return std::pair<Part, Part>(nullptr, nullptr);
+    const Part lhs_part = narrow->*result_lhs_part, rhs_part = narrow->*result_rhs_part;
+    return transposed ? std::pair<Part, Part>(rhs_part, lhs_part)
+                      : std::pair<Part, Part>(lhs_part, rhs_part);
+  };
   // Requantized operands, as the task sees them: each worker requantizes a panel at a time.
-  const LineRequantization* lhs_requantization = narrow == nullptr ? nullptr
-                                                 : transposed      ? narrow->rhs_requantization
-                                                                   : narrow->lhs_requantization;
-  const LineRequantization* rhs_requantization = narrow == nullptr ? nullptr
-                                                 : transposed      ? narrow->lhs_requantization
-                                                                   : narrow->rhs_requantization;
+  const auto [lhs_requantization, rhs_requantization] =
+      task_sides(&NarrowOperands::lhs_requantization, &NarrowOperands::rhs_requantization);
   // A short lhs against an rhs whose columns hold their depth values adjacent: the kernel reads
   // the rhs where it lies. Packing it would cost several times the product (1 x 1024 x 1024:
   // packing took 70% of the time, the tile 19%). Declared-range operands too, whose values are
@@ -580,6 +593,21 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   const bool direct = kernel.direct_rhs != nullptr && stream_rhs && lhs_requantization == nullptr &&
                       rhs_requantization == nullptr && rows <= kMaxDirectRhsRows &&
                       rhs.order == Order::kColMajor;
+  // Declared ranges are checked before anything is written. The direct product checks its rhs
+  // as it reads it, where one worker computes the whole result as one block before writing it:
+  // a separate pass over a 1 x 1024 x 1024 GEMM's rhs took more time than the product. Other
+  // operands are checked here, up front.
+  const auto [lhs_range, rhs_range] =
+      task_sides(&NarrowOperands::lhs_range, &NarrowOperands::rhs_range);
+  const bool check_rhs_in_product =
+      rhs_range != nullptr && direct && threads == 1 && cols <= blocking.rhs_cols;
+  if (lhs_range != nullptr) CheckDeclaredRange(*lhs_range);
+  if (rhs_range != nullptr && !check_rhs_in_product) CheckDeclaredRange(*rhs_range);
+  RangeBits rhs_range_bits{};
+  if (check_rhs_in_product) {
+    rhs_range_bits = RangeBitsOf(*rhs_range);
+    blocking.cols = blocking.streamed_cols = RoundUp(cols, format.rhs_cols);
+  }
   // Streamed and unfolded blocks go to each worker's rhs block; the direct product and a
   // prepacked rhs read theirs where they lie.
   const RhsMemory rhs_memory = (stream_rhs && !direct) || unfold ? RhsMemory::kWorkerBlock
@@ -642,6 +670,7 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   task.resolved_kernel = resolved_kernel;
   task.requantize_width = requantize_width;
   task.context_state = &state;
+  if (check_rhs_in_product) task.rhs_range = &rhs_range_bits;
   for (int chunk_start = 0; chunk_start < cols; chunk_start += blocking.rhs_cols) {
     task.chunk_start = chunk_start;
     task.chunk_cols = std::min(blocking.rhs_cols, cols - chunk_start);
@@ -671,6 +700,13 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
       if (pack_rhs) task.Parallelize<&GemmTask::PackRhsPart>(pool);
       task.Parallelize<&GemmTask::RunWorker>(pool);
     }
+  }
+  if (check_rhs_in_product && !rhs_range_bits.InRange()) {
+    // The product saw a value outside the range and wrote nothing: this names it and throws.
+    CheckDeclaredRange(*rhs_range);
+    throw std::logic_error("lowbit internal error: the direct product found a value outside " +
+                           std::string(rhs_range->name) +
+                           "'s declared range that CheckDeclaredRange did not");
   }
   if (thread_decision.shape_class >= 0) {
     state.thread_choice.Record(thread_decision,

@@ -200,6 +200,19 @@ struct LineRequantization {
   double* term;
 };
 
+struct DeclaredRange;  // bit_depth.h
+
+// A declared range as a scan of its values' bytes checks it: a byte is within the range when,
+// plus `bias` (wrapping), it has none of the bits of `above`; `bits` collects the OR of the
+// biased bytes scanned. The bias is zero for uint8 values, whose ranges start at 0.
+struct RangeBits {
+  std::uint8_t bias;
+  std::uint8_t above;
+  std::uint8_t bits = 0;
+
+  bool InRange() const { return (bits & above) == 0; }
+};
+
 // Operands narrower than 8 bits (lowbit/public/bit_depth.h): every lhs value fits lhs_bits and
 // every rhs value rhs_bits, which lets a kernel for narrow data be chosen. With `rescale`
 // (requantize mode), each finished block is rescaled before the output pipeline. An operand
@@ -212,6 +225,10 @@ struct NarrowOperands {
   const Rescale* rescale;
   const LineRequantization* lhs_requantization = nullptr;
   const LineRequantization* rhs_requantization = nullptr;
+  // Declared ranges (bit_depth.h) of operands whose values RunGemm checks before it writes
+  // anything, as the direct product reads them where it can, else up front.
+  const DeclaredRange* lhs_range = nullptr;
+  const DeclaredRange* rhs_range = nullptr;
 };
 
 // Computes acc = (lhs + lhs_offset) * (rhs + rhs_offset) block by block, laid out to suit the

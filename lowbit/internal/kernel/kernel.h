@@ -116,10 +116,13 @@ using MicroKernelFunction = void (*)(const void* lhs_panel, const void* rhs_pane
 // row-major. A null col_sums asks for no column sums: the caller's lhs offsets are all zero.
 // The product may read whole cache lines around the rows and columns (masked, with no effect):
 // lhs rows that start where the rhs columns do within their 64-byte lines (the driver's DirectLhs)
-// are read a line at a time, as the columns are.
+// are read a line at a time, as the columns are. A non-null range (a declared range of the rhs
+// values; it needs a non-null col_sums) collects the bits of every rhs value it reads, plus its
+// bias, in range->bits: the check costs no second pass over the rhs.
 using DirectRhsFunction = void (*)(const void* lhs, std::ptrdiff_t lhs_stride, int rows, int depth,
                                    const MatrixView& rhs_columns, int first_column, int cols,
-                                   std::int32_t* acc, int acc_stride, std::int32_t* col_sums);
+                                   std::int32_t* acc, int acc_stride, std::int32_t* col_sums,
+                                   RangeBits* range);
 constexpr int kMaxDirectRhsRows = 8;
 
 struct KernelImplementation {
@@ -170,6 +173,11 @@ const KernelImplementation& Avx2NibbleKernel();
 // Call only when cpuinfo reports AVX-512 F, BW and VNNI and AVX2: kernel_avx512vnni.cc. It serves
 // prepacked weights too, in the same layout.
 const KernelImplementation& Avx512VnniKernel();
+// Its direct product (direct_rhs_avx512vnni.cc), which the AMX kernel runs too.
+void DirectRhsAvx512Vnni(const void* lhs, std::ptrdiff_t lhs_stride, int rows, int depth,
+                         const MatrixView& rhs_columns, int first_column, int cols,
+                         std::int32_t* acc, int acc_stride, std::int32_t* col_sums,
+                         RangeBits* range);
 // Call only where AmxSupported() (kernel_amx.cc): the AMX tile kernel for 8-bit operands.
 const KernelImplementation& AmxKernel();
 // Whether the CPU has AMX-TILE and AMX-INT8 and the OS lets this process use the tile registers
