@@ -594,13 +594,16 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
                       rhs_requantization == nullptr && rows <= kMaxDirectRhsRows &&
                       rhs.order == Order::kColMajor;
   // Declared ranges are checked before anything is written. The direct product checks its rhs
-  // as it reads it, where one worker computes the whole result as one block before writing it:
-  // a separate pass over a 1 x 1024 x 1024 GEMM's rhs took more time than the product. Other
-  // operands are checked here, up front.
+  // as it reads it, where one worker computes the whole result as one block before writing it
+  // (whose accumulators take at most an L2, four times the usual block): a separate pass over a
+  // 1 x 1024 x 1024 GEMM's rhs took more time than the product. Other operands are checked
+  // here, up front.
   const auto [lhs_range, rhs_range] =
       task_sides(&NarrowOperands::lhs_range, &NarrowOperands::rhs_range);
   const bool check_rhs_in_product =
-      rhs_range != nullptr && direct && threads == 1 && cols <= blocking.rhs_cols;
+      rhs_range != nullptr && direct && threads == 1 && cols <= blocking.rhs_cols &&
+      sizeof(std::int32_t) * blocking.rows * RoundUp(cols, format.rhs_cols) <=
+          static_cast<std::size_t>(state.caches.l2_bytes);
   if (lhs_range != nullptr) CheckDeclaredRange(*lhs_range);
   if (rhs_range != nullptr && !check_rhs_in_product) CheckDeclaredRange(*rhs_range);
   RangeBits rhs_range_bits{};
