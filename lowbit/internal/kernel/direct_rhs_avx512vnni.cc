@@ -164,10 +164,11 @@ __m512i DirectColumns(const std::int8_t* lhs, std::ptrdiff_t lhs_stride, int dep
   return columns_range_bits;
 }
 
-// Four columns at a time for up to four rows, three for up to six, two for more: the
-// accumulators, a step's rhs values and two constants stay within the 32 zmm registers.
 }  // namespace
 
+// Four columns at a time for up to four rows, three for up to six, two for more: the
+// accumulators, a step's rhs values and the constants (and the range check's two) stay within
+// the 32 zmm registers.
 void DirectRhsAvx512Vnni(const void* lhs, std::ptrdiff_t lhs_stride, int rows, int depth,
                          const MatrixView& rhs_columns, int first_column, int cols,
                          std::int32_t* acc, int acc_stride, std::int32_t* col_sums,
@@ -205,9 +206,10 @@ void DirectRhsAvx512Vnni(const void* lhs, std::ptrdiff_t lhs_stride, int rows, i
         if (kCheckRange) range_bits = _mm512_or_si512(range_bits, bits);
       }
     };
-    // The range check always sums the columns: declared-range lhs values have offsets to add,
-    // and its forms add a quarter to the product's code rather than doubling it (clang's
-    // AddressSanitizer build of this file takes minutes: it checks masked loads lane by lane).
+    // The range check always sums the columns, one more vpdpbusd per column where the lhs
+    // offsets would not need them: its forms add a quarter to the product's code rather than
+    // half (clang's AddressSanitizer build of this file takes minutes: it checks masked loads
+    // lane by lane).
     const auto with_shift = [&](auto sum_columns, auto check_range) {
       if (shift != 0) {
         run(sum_columns, std::true_type(), check_range);
