@@ -581,6 +581,25 @@ void CheckShortLhsRanges(Context* context) {
                   << rows << "x" << depth << "x" << cols << ", " << bits << " bits";
             }
           }
+          // Transposed: the same values as an lhs, against a short rhs, to a column-major result.
+          OwnedMatrix<RhsScalar> tall(cols, depth, Order::kRowMajor, 0, &random);
+          for (int i = 0; i < cols; ++i) {
+            for (int k = 0; k < depth; ++k) tall.map(i, k) = rhs.map(k, i);
+          }
+          OwnedMatrix<std::uint8_t> short_rhs(depth, rows, Order::kColMajor, 0, &random);
+          MatrixMap<std::int32_t> tall_result(result_data.data(), cols, rows, Order::kColMajor);
+          const BitDepthParams tall_params{bits, 8, BitDepthRounding::kAuto, 0,
+                                           BitDepthMode::kDeclaredRange};
+          const auto tall_exact =
+              ReferenceAccumulators(tall.const_map(), short_rhs.const_map(), 17, -3);
+          Gemm(context, tall.const_map(), short_rhs.const_map(), &tall_result, 17, -3, tall_params);
+          for (int i = 0; i < cols; ++i) {
+            for (int r = 0; r < rows; ++r) {
+              ASSERT_EQ(tall_result(i, r), tall_exact[i * rows + r])
+                  << "transposed " << rows << "x" << depth << "x" << cols << ", " << bits
+                  << " bits";
+            }
+          }
           for (const auto& [d, c] : {std::pair<int, int>{0, 0},
                                      {depth - 1, cols - 1},
                                      {depth / 2, cols / 2},
@@ -590,6 +609,7 @@ void CheckShortLhsRanges(Context* context) {
             const RhsScalar kept = entry;
             const int outside = (d + c) % 2 == 0 || min == 0 ? max + 1 : min - 1;
             entry = static_cast<RhsScalar>(outside);
+            tall.map(c, d) = entry;
             std::fill(result_data.begin(), result_data.end(), kSentinel);
             ExpectError(
                 [&] { Gemm(context, lhs.const_map(), rhs.const_map(), &result, -3, 17, params); },
@@ -597,16 +617,6 @@ void CheckShortLhsRanges(Context* context) {
                 "holds " + std::to_string(outside) + " at (" + std::to_string(d) + ", " +
                     std::to_string(c) + ")");
             for (std::int32_t written : result_data) ASSERT_EQ(written, kSentinel);
-            // Transposed: the same values as an lhs, against a short rhs, to a column-major
-            // result.
-            OwnedMatrix<RhsScalar> tall(cols, depth, Order::kRowMajor, 0, &random);
-            for (int i = 0; i < cols; ++i) {
-              for (int k = 0; k < depth; ++k) tall.map(i, k) = rhs.map(k, i);
-            }
-            OwnedMatrix<std::uint8_t> short_rhs(depth, rows, Order::kColMajor, 0, &random);
-            MatrixMap<std::int32_t> tall_result(result_data.data(), cols, rows, Order::kColMajor);
-            const BitDepthParams tall_params{bits, 8, BitDepthRounding::kAuto, 0,
-                                             BitDepthMode::kDeclaredRange};
             ExpectError(
                 [&] {
                   Gemm(context, tall.const_map(), short_rhs.const_map(), &tall_result, 17, -3,
@@ -617,6 +627,7 @@ void CheckShortLhsRanges(Context* context) {
                     std::to_string(d) + ")");
             for (std::int32_t written : result_data) ASSERT_EQ(written, kSentinel);
             entry = kept;
+            tall.map(c, d) = kept;
           }
         }
       }
