@@ -85,9 +85,8 @@ const std::vector<Case>& BitSerialChoiceCases() {
 
 // The narrow settings run on the shapes of their targets only, and those that may run bit-serially
 // on the shapes of that choice, where the kernel has bit-serial implementations on this CPU
-// (AVX-512 ones need VPOPCNTDQ); 8-bit GEMMs on
-// those shapes too, to be measured against, and 8-bit prepacked weights on the 4-bit weights'
-// shapes.
+// (AVX-512 ones need VPOPCNTDQ); 8-bit GEMMs on those shapes too, to be measured against, and
+// 8-bit prepacked weights on the 4-bit weights' shapes.
 std::vector<Case> CasesOf(const LowbitSetting& setting) {
   if (setting.narrow == &kFourBitWeights) return MemoryBoundCases();
   const bool bit_serial_choice =
