@@ -188,8 +188,12 @@ void CheckRequantizeLines(Kernel kernel, Order order) {
     for (BitDepthRounding rounding : kStrategies) {
       for (Operand operand : {Operand::kLhs, Operand::kRhs}) {
         // Lines stored with padding, of depths within one block of one period, ending at and
-        // just past a block's end (where the AVX-512 line masks a step), and past several blocks.
-        for (const int depth : {1, 63, 64, 255, 256, 319, 510, 2 * 1020 + 37}) {
+        // just past a block's end, and past several blocks: the AVX-512 line's steps of 64
+        // straddle blocks, and at 4 bits one ends where a block ends (64 x 255), the next taking
+        // none of its lanes from that block.
+        std::vector<int> depths = {1, 63, 64, 255, 256, 319, 510, 2 * 1020 + 37};
+        if (bits == 4) depths.push_back(64 * 255 + 37);
+        for (const int depth : depths) {
           const int lines = 5;
           OwnedMatrix<Scalar> source(lines, depth, order, 3, &random);
           std::vector<std::uint8_t> out(static_cast<std::size_t>(lines) * depth);

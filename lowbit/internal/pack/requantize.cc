@@ -80,14 +80,18 @@ struct NearestNext {
 };
 
 // Each block of one period takes its offsets from the window table[phase .. phase + 255). The
-// AVX-512 line reads a table of the offsets plus one (at most 255), which saves it a shift.
-using OffsetTable = std::array<std::uint8_t, 2 * kSequencePeriod>;
+// AVX-512 line reads a table of the offsets plus one (at most 255), which saves it a shift; where a
+// step of 64 values straddles two blocks, it addresses the next block's window from the step's
+// first lane, up to 63 bytes before the window (those lanes masked off): each table starts after
+// kTableLead bytes of its storage.
+constexpr int kTableLead = 64;
+using OffsetTable = std::array<std::uint8_t, kTableLead + 2 * kSequencePeriod>;
 
 template <int kPlus>
 OffsetTable MakeOffsetTable(BitDepthRounding resolved) {
-  OffsetTable table;
-  for (int j = 0; j < static_cast<int>(table.size()); ++j) {
-    table[j] =
+  OffsetTable table{};
+  for (int j = 0; j < 2 * kSequencePeriod; ++j) {
+    table[kTableLead + j] =
         static_cast<std::uint8_t>(kPlus + (resolved == BitDepthRounding::kNearest
                                                ? kNearestOffset
                                                : SequenceValue(resolved, j % kSequencePeriod)));
@@ -96,17 +100,17 @@ OffsetTable MakeOffsetTable(BitDepthRounding resolved) {
 }
 
 template <int kPlus = 0>
-const OffsetTable& OffsetTableFor(BitDepthRounding resolved) {
+const std::uint8_t* OffsetTableFor(BitDepthRounding resolved) {
   static const OffsetTable nearest = MakeOffsetTable<kPlus>(BitDepthRounding::kNearest);
   static const OffsetTable xorshift = MakeOffsetTable<kPlus>(BitDepthRounding::kXorshift);
   static const OffsetTable add_mod_97 = MakeOffsetTable<kPlus>(BitDepthRounding::kAddMod97);
   switch (resolved) {
     case BitDepthRounding::kXorshift:
-      return xorshift;
+      return xorshift.data() + kTableLead;
     case BitDepthRounding::kAddMod97:
-      return add_mod_97;
+      return add_mod_97.data() + kTableLead;
     default:
-      return nearest;
+      return nearest.data() + kTableLead;
   }
 }
 
@@ -207,7 +211,7 @@ void RequantizeAlongDepth(const RunChoice& run, const MatrixView& lines, std::ui
     // The blocks' phases of one line at a time. (Hashed with AVX-512 for 8 lines at once they
     // took the vector ports the run needs: no faster.)
     const int blocks = (depth + kSequencePeriod - 1) / kSequencePeriod;
-    const std::uint8_t* table_plus_one = OffsetTableFor<1>(resolved).data();
+    const std::uint8_t* table_plus_one = OffsetTableFor<1>(resolved);
     std::uint8_t* phases = work;
     if (resolved == BitDepthRounding::kNearest) std::fill(phases, phases + blocks, 0);
     for (int line = 0; line < lines.rows; ++line) {
@@ -223,12 +227,12 @@ void RequantizeAlongDepth(const RunChoice& run, const MatrixView& lines, std::ui
     }
     return;
   }
-  const OffsetTable& table = OffsetTableFor(resolved);
+  const std::uint8_t* table = OffsetTableFor(resolved);
   std::uint8_t* offsets = work;
   const auto lay_out_offsets = [&](int line) {
     const std::uint64_t line_hash = LineHash(seed, operand, first_line + line);
     for (int start = 0, block = 0; start < depth; start += kSequencePeriod, ++block) {
-      std::memcpy(offsets + start, table.data() + phase(line_hash, block), kSequencePeriod + 1);
+      std::memcpy(offsets + start, table + phase(line_hash, block), kSequencePeriod + 1);
     }
   };
   // Round-to-nearest offsets are the same for every line.
@@ -249,7 +253,7 @@ void RequantizeAcrossLines(const MatrixView& lines, std::uint16_t scale, std::ui
                            int first_line, std::uint8_t* out, std::int32_t* line_sums,
                            std::uint8_t* work) {
   const int count = lines.rows;
-  const OffsetTable& table = OffsetTableFor(resolved);
+  const std::uint8_t* table = OffsetTableFor(resolved);
   std::uint8_t* offsets = work;
   auto* sums = reinterpret_cast<std::uint32_t*>(work + AcrossLinesSumsStart(count));
   std::fill(sums, sums + count, 0u);

@@ -1,6 +1,6 @@
 // The requantization of a line with AVX-512 BW (lowbit/internal/pack/requantize.h): 64 values per
-// step, block by block with each block's last step masked, the same integer formula as every
-// other run, so the bits do not depend on which one runs.
+// step, across the blocks of the rounding sequence, the same integer formula as every other run,
+// so the bits do not depend on which one runs.
 #include <cstdint>
 
 // <immintrin.h> through this header first: without GCC 12's false -Wuninitialized reports.
@@ -23,13 +23,38 @@ std::uint32_t RequantizeLineAvx512(const std::uint8_t* source, const std::uint8_
   // 8 bits: (u * 255 + offset) / 255 = u for every offset <= 254, and the values pass unchanged.
   const bool unchanged = scale == 255;
   __m512i sums = zero;
-  // Lanes outside `mask` load as zeros and are neither stored nor summed.
-  const auto step = [&](int k, const std::uint8_t* offsets, __mmask64 mask) {
-    const __m512i values = _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, source + k), flip_bytes);
-    // The flip sets the lanes outside `mask`: the mask clears them again.
-    __m512i requantized = _mm512_maskz_mov_epi8(mask, values);
+  // The offsets of values k in [block_end - 255, block_end), one block, start at
+  // table_plus_one[shift + k]: the block's phase less its start.
+  int block = 0;
+  int block_end = kSequencePeriod;
+  int shift = phases[0];
+  const auto next_block = [&] {
+    ++block;
+    shift = phases[block] - block_end;
+    block_end += kSequencePeriod;
+  };
+  // Lanes outside `in_line` load as zeros and are neither stored nor summed.
+  const auto step = [&](int k, __mmask64 in_line) {
+    const __m512i values =
+        _mm512_xor_si512(_mm512_maskz_loadu_epi8(in_line, source + k), flip_bytes);
+    // The flip sets the lanes outside `in_line`: the mask clears them again.
+    __m512i requantized = _mm512_maskz_mov_epi8(in_line, values);
     if (!unchanged) {
-      const __m512i offset_bytes = _mm512_maskz_loadu_epi8(mask, offsets);
+      __m512i offset_bytes;
+      if (k + 64 <= block_end) {
+        offset_bytes = _mm512_maskz_loadu_epi8(in_line, table_plus_one + (shift + k));
+      } else {
+        // The step straddles two blocks: its first block_end - k lanes (0 to 63) from this
+        // block's window, the rest from the next one's, addressed from the step's first lane (up
+        // to 63 bytes before the window: the table's lead, lowbit/internal/pack/requantize.cc).
+        const __mmask64 this_block = (__mmask64{1} << (block_end - k)) - 1;
+        offset_bytes = _mm512_maskz_loadu_epi8(in_line & this_block, table_plus_one + (shift + k));
+        if (block_end < count) {
+          next_block();
+          offset_bytes = _mm512_mask_loadu_epi8(offset_bytes, in_line & ~this_block,
+                                                table_plus_one + (shift + k));
+        }
+      }
       // Unpacking and packing both work within 128-bit lanes, so the order comes back intact.
       const __m512i low =
           _mm512_maddubs_epi16(_mm512_unpacklo_epi8(values, offset_bytes), scale_and_one);
@@ -37,19 +62,15 @@ std::uint32_t RequantizeLineAvx512(const std::uint8_t* source, const std::uint8_
           _mm512_maddubs_epi16(_mm512_unpackhi_epi8(values, offset_bytes), scale_and_one);
       // n / 255 = ((n + 1) * 257) >> 16 for n < 255 * 258: with n = 255 q + r, (n + 1) * 257 =
       // 65536 q + 257 (r + 1) - q, and 0 <= 257 (r + 1) - q < 65536 for q <= 257.
-      requantized = _mm512_maskz_packus_epi16(mask, _mm512_mulhi_epu16(low, multiplier),
+      requantized = _mm512_maskz_packus_epi16(in_line, _mm512_mulhi_epu16(low, multiplier),
                                               _mm512_mulhi_epu16(high, multiplier));
     }
-    _mm512_mask_storeu_epi8(out + k, mask, requantized);
+    _mm512_mask_storeu_epi8(out + k, in_line, requantized);
     sums = _mm512_add_epi64(sums, _mm512_sad_epu8(requantized, zero));
   };
-  for (int start = 0, block = 0; start < count; start += kSequencePeriod, ++block) {
-    const int end = start + kSequencePeriod < count ? start + kSequencePeriod : count;
-    const std::uint8_t* offsets = table_plus_one + phases[block];
-    int k = start;
-    for (; k + 64 <= end; k += 64) step(k, offsets + (k - start), ~__mmask64{0});
-    if (k < end) step(k, offsets + (k - start), (__mmask64{1} << (end - k)) - 1);
-  }
+  int k = 0;
+  for (; k + 64 <= count; k += 64) step(k, ~__mmask64{0});
+  if (k < count) step(k, (__mmask64{1} << (count - k)) - 1);
   // Eight 64-bit lane sums of at most 8 x 255 a step each: the 64-bit sum cannot wrap.
   const __m256i quarters =
       _mm256_add_epi64(_mm512_castsi512_si256(sums), _mm512_extracti64x4_epi64(sums, 1));
