@@ -190,8 +190,8 @@ struct RunChoice {
 };
 
 // Lines stored contiguously along the depth (a row-major lhs, a column-major rhs). With AVX-512,
-// which masks each block's last step as fast as a whole one, one call covers a line block by
-// block, reading each block's offsets where they lie in the table. Otherwise a line's offsets are
+// which masks a step as fast as it runs a whole one, one call covers a line in steps across its
+// blocks, reading each block's offsets where they lie in the table. Otherwise a line's offsets are
 // first laid out whole, window after window, so that one run covers the line: runs of one block
 // each would leave a scalar tail in every 255 values, which measured as slow as the vector part.
 // `work` is AlongDepthOffsetsBytes(depth) bytes: the laid-out offsets, or the blocks' phases.

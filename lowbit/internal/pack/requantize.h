@@ -37,7 +37,7 @@ using RequantizeRunFunction = std::uint32_t (*)(const std::uint8_t* source,
 
 // Requantizes a whole line of `count` values (see RequantizeTail) and returns their sum: the
 // values of block b, [255 b, 255 b + 255), take the offsets at table + phases[b], where the table
-// holds each offset plus one.
+// holds each offset plus one, after at least 63 bytes of its storage that a step may address.
 using RequantizeLineFunction = std::uint32_t (*)(const std::uint8_t* source,
                                                  const std::uint8_t* table_plus_one,
                                                  const std::uint8_t* phases, int count,
