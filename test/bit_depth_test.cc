@@ -194,7 +194,8 @@ void CheckRequantizeLines(Kernel kernel, Order order) {
         std::vector<int> depths = {1, 63, 64, 255, 256, 319, 510, 2 * 1020 + 37};
         if (bits == 4) depths.push_back(64 * 255 + 37);
         for (const int depth : depths) {
-          const int lines = 5;
+          // More lines than the AVX-512 run hashes at once (kPhaseLines).
+          const int lines = 11;
           OwnedMatrix<Scalar> source(lines, depth, order, 3, &random);
           std::vector<std::uint8_t> out(static_cast<std::size_t>(lines) * depth);
           std::vector<std::int32_t> sums(lines);

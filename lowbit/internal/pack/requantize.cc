@@ -25,9 +25,9 @@ namespace {
 constexpr int kNearestOffset = 127;
 
 std::uint64_t Mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  x += kSplitMixIncrement;
+  x = (x ^ (x >> 30)) * kSplitMixFirstMultiplier;
+  x = (x ^ (x >> 27)) * kSplitMixSecondMultiplier;
   return x ^ (x >> 31);
 }
 
@@ -46,11 +46,15 @@ std::uint64_t Mix(std::uint64_t x) {
 //   every offset 0..254 once and its rounding errors still cancel along the depth.
 // A splitmix64 finalizer of (seed, operand, line), then of that and the block, makes every
 // (row phase, column phase) pair of a GEMM look independent and uniform over 0..254. SequencePhase
-// is computed in two steps so that the pass hashes each line once.
+// is computed in two steps so that the pass hashes each line once. The keys of consecutive lines
+// are consecutive (line < 2^31), which lets AVX-512 hash 8 lines at once (BlockPhasesAvx512).
+std::uint64_t LineKey(std::uint32_t seed, Operand operand, int line) {
+  return (static_cast<std::uint64_t>(seed) << 32) |
+         (static_cast<std::uint64_t>(operand == Operand::kRhs) << 31) |
+         static_cast<std::uint32_t>(line);
+}
 std::uint64_t LineHash(std::uint32_t seed, Operand operand, int line) {
-  return Mix((static_cast<std::uint64_t>(seed) << 32) |
-             (static_cast<std::uint64_t>(operand == Operand::kRhs) << 31) |
-             static_cast<std::uint32_t>(line));
+  return Mix(LineKey(seed, operand, line));
 }
 int BlockPhase(std::uint64_t line_hash, int block) {
   return static_cast<int>(Mix(line_hash + static_cast<std::uint32_t>(block)) % kSequencePeriod);
@@ -183,10 +187,11 @@ std::size_t AcrossLinesSumsStart(int count) {
   return (static_cast<std::size_t>(count) + 3) / 4 * 4;
 }
 
-// A run, or with AVX-512 a function for a whole line.
+// A run, or with AVX-512 a function for a whole line and one for the blocks' phases.
 struct RunChoice {
   RequantizeRunFunction function;
   RequantizeLineFunction line_function;
+  BlockPhasesFunction phases_function;
 };
 
 // Lines stored contiguously along the depth (a row-major lhs, a column-major rhs). With AVX-512,
@@ -194,7 +199,8 @@ struct RunChoice {
 // blocks, reading each block's offsets where they lie in the table. Otherwise a line's offsets are
 // first laid out whole, window after window, so that one run covers the line: runs of one block
 // each would leave a scalar tail in every 255 values, which measured as slow as the vector part.
-// `work` is AlongDepthOffsetsBytes(depth) bytes: the laid-out offsets, or the blocks' phases.
+// `work` is AlongDepthOffsetsBytes(depth) bytes: the laid-out offsets, or the blocks' phases of
+// kPhaseLines lines.
 void RequantizeAlongDepth(const RunChoice& run, const MatrixView& lines, std::uint16_t scale,
                           std::uint8_t flip, BitDepthRounding resolved, std::uint32_t seed,
                           Operand operand, int first_line, std::uint8_t* out,
@@ -208,22 +214,24 @@ void RequantizeAlongDepth(const RunChoice& run, const MatrixView& lines, std::ui
     return resolved == BitDepthRounding::kNearest ? 0 : BlockPhase(line_hash, block);
   };
   if (run.line_function != nullptr) {
-    // The blocks' phases of one line at a time. (Hashed with AVX-512 for 8 lines at once they
-    // took the vector ports the run needs: no faster.)
+    // The blocks' phases of kPhaseLines lines at a time, hashed in a vector's lanes: hashed one
+    // line at a time in scalar code they took about a fifth of the pass at depth 256.
     const int blocks = (depth + kSequencePeriod - 1) / kSequencePeriod;
     const std::uint8_t* table_plus_one = OffsetTableFor<1>(resolved);
     std::uint8_t* phases = work;
-    if (resolved == BitDepthRounding::kNearest) std::fill(phases, phases + blocks, 0);
-    for (int line = 0; line < lines.rows; ++line) {
-      if (resolved != BitDepthRounding::kNearest) {
-        const std::uint64_t line_hash = LineHash(seed, operand, first_line + line);
-        for (int block = 0; block < blocks; ++block) {
-          phases[block] = static_cast<std::uint8_t>(BlockPhase(line_hash, block));
-        }
+    const bool hashed = resolved != BitDepthRounding::kNearest;
+    if (!hashed) std::fill(phases, phases + blocks, 0);
+    for (int first = 0; first < lines.rows; first += kPhaseLines) {
+      const int count = std::min(kPhaseLines, lines.rows - first);
+      if (hashed) {
+        run.phases_function(LineKey(seed, operand, first_line + first), count, blocks, phases);
       }
-      line_sums[line] = static_cast<std::int32_t>(
-          run.line_function(source_line(line), table_plus_one, phases, depth, scale, flip,
-                            out + static_cast<std::ptrdiff_t>(line) * depth));
+      for (int i = 0; i < count; ++i) {
+        const int line = first + i;
+        line_sums[line] = static_cast<std::int32_t>(run.line_function(
+            source_line(line), table_plus_one, hashed ? phases + i * blocks : phases, depth, scale,
+            flip, out + static_cast<std::ptrdiff_t>(line) * depth));
+      }
     }
     return;
   }
@@ -285,12 +293,12 @@ void RequantizeAcrossLines(const MatrixView& lines, std::uint16_t scale, std::ui
 RunChoice RunFor(Kernel kernel) {
 #if defined(__x86_64__)
   if (kernel == Kernel::kAvx512Vnni || kernel == Kernel::kAmx) {
-    return {nullptr, &RequantizeLineAvx512};
+    return {nullptr, &RequantizeLineAvx512, &BlockPhasesAvx512};
   }
-  if (kernel == Kernel::kAvx2) return {&RequantizeRunAvx2, nullptr};
+  if (kernel == Kernel::kAvx2) return {&RequantizeRunAvx2, nullptr, nullptr};
 #endif
   static_cast<void>(kernel);
-  return {&RequantizeRun, nullptr};
+  return {&RequantizeRun, nullptr, nullptr};
 }
 
 }  // namespace

@@ -44,6 +44,20 @@ using RequantizeLineFunction = std::uint32_t (*)(const std::uint8_t* source,
                                                  std::uint16_t scale, std::uint8_t flip,
                                                  std::uint8_t* out);
 
+// The splitmix64 finalizer that hashes the rounding sequence's phases
+// (lowbit/internal/pack/requantize.cc): x += increment; x = (x ^ (x >> 30)) * first;
+// x = (x ^ (x >> 27)) * second; x ^ (x >> 31).
+constexpr std::uint64_t kSplitMixIncrement = 0x9e3779b97f4a7c15ULL;
+constexpr std::uint64_t kSplitMixFirstMultiplier = 0xbf58476d1ce4e5b9ULL;
+constexpr std::uint64_t kSplitMixSecondMultiplier = 0x94d049bb133111ebULL;
+
+// The phases of blocks [0, blocks) of `lines` (at most kPhaseLines) consecutive lines, the first
+// of hash key first_key (lowbit/internal/pack/requantize.cc, LineKey): phases[i * blocks + b] is
+// SequencePhase of line i's block b.
+constexpr int kPhaseLines = 8;
+using BlockPhasesFunction = void (*)(std::uint64_t first_key, int lines, int blocks,
+                                     std::uint8_t* phases);
+
 #if defined(__x86_64__)
 // Call only when cpuinfo reports AVX2.
 std::uint32_t RequantizeRunAvx2(const std::uint8_t* source, const std::uint8_t* offsets, int count,
@@ -52,6 +66,8 @@ std::uint32_t RequantizeRunAvx2(const std::uint8_t* source, const std::uint8_t* 
 std::uint32_t RequantizeLineAvx512(const std::uint8_t* source, const std::uint8_t* table_plus_one,
                                    const std::uint8_t* phases, int count, std::uint16_t scale,
                                    std::uint8_t flip, std::uint8_t* out);
+// The same CPUs: the lines' hashes in the lanes of a vector.
+void BlockPhasesAvx512(std::uint64_t first_key, int lines, int blocks, std::uint8_t* phases);
 #endif
 
 }  // namespace internal

@@ -1,6 +1,6 @@
 // The requantization of a line with AVX-512 BW (lowbit/internal/pack/requantize.h): 64 values per
 // step, across the blocks of the rounding sequence, the same integer formula as every other run,
-// so the bits do not depend on which one runs.
+// so the bits do not depend on which one runs; and the blocks' phases of 8 lines at once.
 #include <cstdint>
 
 // <immintrin.h> through this header first: without GCC 12's false -Wuninitialized reports.
@@ -10,6 +10,45 @@
 
 namespace lowbit {
 namespace internal {
+namespace {
+
+// x * multiplier modulo 2^64 in each 64-bit lane, from 32 x 32-bit products: AVX-512 F has no
+// 64-bit multiply (DQ's vpmullq is not asked of these CPUs).
+__m512i MultiplyLow64(__m512i x, std::uint64_t multiplier) {
+  const __m512i low = _mm512_set1_epi64(static_cast<std::int64_t>(multiplier & 0xffffffffu));
+  const __m512i high = _mm512_set1_epi64(static_cast<std::int64_t>(multiplier >> 32));
+  const __m512i cross =
+      _mm512_add_epi64(_mm512_mul_epu32(_mm512_srli_epi64(x, 32), low), _mm512_mul_epu32(x, high));
+  return _mm512_add_epi64(_mm512_mul_epu32(x, low), _mm512_slli_epi64(cross, 32));
+}
+
+__m512i SplitMix64(__m512i x) {
+  x = _mm512_add_epi64(x, _mm512_set1_epi64(static_cast<std::int64_t>(kSplitMixIncrement)));
+  x = MultiplyLow64(_mm512_xor_si512(x, _mm512_srli_epi64(x, 30)), kSplitMixFirstMultiplier);
+  x = MultiplyLow64(_mm512_xor_si512(x, _mm512_srli_epi64(x, 27)), kSplitMixSecondMultiplier);
+  return _mm512_xor_si512(x, _mm512_srli_epi64(x, 31));
+}
+
+}  // namespace
+
+void BlockPhasesAvx512(std::uint64_t first_key, int lines, int blocks, std::uint8_t* phases) {
+  const __m512i line_hashes =
+      SplitMix64(_mm512_add_epi64(_mm512_set1_epi64(static_cast<std::int64_t>(first_key)),
+                                  _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7)));
+  for (int block = 0; block < blocks; ++block) {
+    const __m512i hash = SplitMix64(_mm512_add_epi64(line_hashes, _mm512_set1_epi64(block)));
+    // hash % 255: the sum of its 8 bytes (256 = 1 modulo 255), at most 2040, less 255 times
+    // that sum's quotient by 255, (sum * 0x8081) >> 23 below 2^16.
+    const __m512i sum = _mm512_sad_epu8(hash, _mm512_setzero_si512());
+    const __m512i quotient =
+        _mm512_srli_epi64(_mm512_mul_epu32(sum, _mm512_set1_epi64(0x8081)), 23);
+    const __m512i phase =
+        _mm512_sub_epi64(_mm512_add_epi64(sum, quotient), _mm512_slli_epi64(quotient, 8));
+    alignas(16) std::uint8_t lanes[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(lanes), _mm512_cvtepi64_epi8(phase));
+    for (int i = 0; i < lines; ++i) phases[i * blocks + block] = lanes[i];
+  }
+}
 
 std::uint32_t RequantizeLineAvx512(const std::uint8_t* source, const std::uint8_t* table_plus_one,
                                    const std::uint8_t* phases, int count, std::uint16_t scale,
