@@ -31,6 +31,9 @@ __m512i SplitMix64(__m512i x) {
 
 }  // namespace
 
+// A line in each 64-bit lane of a vector.
+static_assert(kPhaseLines == 8, "BlockPhasesAvx512 hashes one line per 64-bit lane");
+
 void BlockPhasesAvx512(std::uint64_t first_key, int lines, int blocks, std::uint8_t* phases) {
   const __m512i line_hashes =
       SplitMix64(_mm512_add_epi64(_mm512_set1_epi64(static_cast<std::int64_t>(first_key)),
