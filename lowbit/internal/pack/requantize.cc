@@ -210,8 +210,10 @@ void RequantizeAlongDepth(const RunChoice& run, const MatrixView& lines, std::ui
     return static_cast<const std::uint8_t*>(lines.data) +
            static_cast<std::ptrdiff_t>(line) * lines.stride;
   };
+  // Round-to-nearest offsets are the same for every line: phase 0 of a table of one offset.
+  const bool hashed = resolved != BitDepthRounding::kNearest;
   const auto phase = [&](std::uint64_t line_hash, int block) {
-    return resolved == BitDepthRounding::kNearest ? 0 : BlockPhase(line_hash, block);
+    return hashed ? BlockPhase(line_hash, block) : 0;
   };
   if (run.line_function != nullptr) {
     // The blocks' phases of kPhaseLines lines at a time, hashed in a vector's lanes: hashed one
@@ -219,7 +221,6 @@ void RequantizeAlongDepth(const RunChoice& run, const MatrixView& lines, std::ui
     const int blocks = (depth + kSequencePeriod - 1) / kSequencePeriod;
     const std::uint8_t* table_plus_one = OffsetTableFor<1>(resolved);
     std::uint8_t* phases = work;
-    const bool hashed = resolved != BitDepthRounding::kNearest;
     if (!hashed) std::fill(phases, phases + blocks, 0);
     for (int first = 0; first < lines.rows; first += kPhaseLines) {
       const int count = std::min(kPhaseLines, lines.rows - first);
@@ -243,10 +244,9 @@ void RequantizeAlongDepth(const RunChoice& run, const MatrixView& lines, std::ui
       std::memcpy(offsets + start, table + phase(line_hash, block), kSequencePeriod + 1);
     }
   };
-  // Round-to-nearest offsets are the same for every line.
-  if (resolved == BitDepthRounding::kNearest) lay_out_offsets(0);
+  if (!hashed) lay_out_offsets(0);
   for (int line = 0; line < lines.rows; ++line) {
-    if (resolved != BitDepthRounding::kNearest) lay_out_offsets(line);
+    if (hashed) lay_out_offsets(line);
     line_sums[line] =
         static_cast<std::int32_t>(run.function(source_line(line), offsets, depth, scale, flip,
                                                out + static_cast<std::ptrdiff_t>(line) * depth));
