@@ -195,9 +195,9 @@ void ValidateBitDepthArguments(const BitDepthParams* params, const MatrixView& l
   if (params == nullptr || params->mode != BitDepthMode::kDeclaredRange) return;
   // A GEMM with an empty result runs nothing; any other checks its operands itself.
   if (lhs.rows != 0 && rhs.cols != 0) return;
-  CheckDeclaredRange({"lhs", "lhs_bits", lhs, params->lhs_bits});
+  CheckDeclaredRange(LhsDeclaredRange(lhs, *params));
   // A prepacked rhs was checked when it was packed.
-  if (prepacked_rhs == nullptr) CheckDeclaredRange({"rhs", "rhs_bits", rhs, params->rhs_bits});
+  if (prepacked_rhs == nullptr) CheckDeclaredRange(RhsDeclaredRange(rhs, *params));
 }
 
 void RunBitDepthGemm(Context& context, const MatrixView& lhs, const MatrixView& rhs,
@@ -208,8 +208,8 @@ void RunBitDepthGemm(Context& context, const MatrixView& lhs, const MatrixView& 
   const MatrixView gemm_rhs = packed_rhs != nullptr ? ViewOf(*packed_rhs) : rhs;
   if (params.mode == BitDepthMode::kDeclaredRange) {
     // A prepacked rhs was checked when it was packed.
-    const DeclaredRange lhs_range{"lhs", "lhs_bits", lhs, params.lhs_bits};
-    const DeclaredRange rhs_range{"rhs", "rhs_bits", rhs, params.rhs_bits};
+    const DeclaredRange lhs_range = LhsDeclaredRange(lhs, params);
+    const DeclaredRange rhs_range = RhsDeclaredRange(rhs, params);
     NarrowOperands narrow{params.lhs_bits, params.rhs_bits, nullptr};
     narrow.lhs_range = &lhs_range;
     if (prepacked_rhs == nullptr) narrow.rhs_range = &rhs_range;

@@ -61,6 +61,14 @@ struct DeclaredRange {
   int bits;
 };
 
+// The declared ranges of a GEMM's lhs and rhs under `params`.
+inline DeclaredRange LhsDeclaredRange(const MatrixView& lhs, const BitDepthParams& params) {
+  return {"lhs", "lhs_bits", lhs, params.lhs_bits};
+}
+inline DeclaredRange RhsDeclaredRange(const MatrixView& rhs, const BitDepthParams& params) {
+  return {"rhs", "rhs_bits", rhs, params.rhs_bits};
+}
+
 // Throws lowbit::Error naming range.name, with the first value outside the range and where it
 // is, unless every value is within it.
 void CheckDeclaredRange(const DeclaredRange& range);

@@ -41,7 +41,7 @@ PrepackedRhs::PrepackedRhs(Context* context, const internal::MatrixView& rhs,
   if (bit_depth != nullptr) {
     internal::ValidateBitDepthParams(*bit_depth);
     if (bit_depth->mode == BitDepthMode::kDeclaredRange) {
-      internal::CheckDeclaredRange({"rhs", "rhs_bits", rhs, bit_depth->rhs_bits});
+      internal::CheckDeclaredRange(internal::RhsDeclaredRange(rhs, *bit_depth));
     }
     has_bit_depth_ = true;
     bit_depth_ = *bit_depth;
