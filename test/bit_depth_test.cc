@@ -418,6 +418,24 @@ TEST_P(BitDepthGemmTest, DeepProductsCrossEveryBlockAndAutoChoosesBySize) {
   }
 }
 
+TEST_P(BitDepthGemmTest, DeepLinesAlongTheDepthInEveryTypeAndPartialPanel) {
+  // Both operands' lines along the depth (a row-major lhs, a column-major rhs), which the AVX-512
+  // kernels requantize as they pack them: steps that straddle blocks, a depth tail, partial
+  // panels of 8, 16 and 32 lines, every operand type, 8 bits (values unchanged) on one side.
+  const BitDepthParams all_params[] = {
+      {4, 4, BitDepthRounding::kAddMod97, 5, BitDepthMode::kRequantize},
+      {3, 6, BitDepthRounding::kXorshift, 9, BitDepthMode::kRequantize},
+      {8, 2, BitDepthRounding::kNearest, 1, BitDepthMode::kRequantize}};
+  for (const BitDepthParams& params : all_params) {
+    // Index bits: lhs row-major (bit 0 clear), rhs column-major (bit 1), per-channel offsets
+    // (bit 3) on half, the four type pairs (bits 4 and 5).
+    for (const std::uint32_t index : {2u, 6u + 8u, 18u, 34u + 8u, 50u}) {
+      CheckAnyTypes(Shape{19, 2 * 1020 + 37, 45}, index, params);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, BitDepthGemmTest, testing::ValuesIn(PathSettings({1, 2, 3})),
                          PathSettingName);
 

@@ -45,6 +45,16 @@ void RequantizeLines(Kernel kernel, const MatrixView& lines, int bits, BitDepthR
                      std::int32_t* line_sums, void* work, int first_line = 0);
 std::size_t RequantizeWorkBytes(const MatrixView& lines);
 
+struct PackRequantization;  // lowbit/internal/pack/requantize.h
+
+// The same requantization for a packer that does it as it reads the lines (kernel.h,
+// RequantizingPackFunction): lines [first_line, first_line + count) of `lines`, which run along
+// the depth (row-major), count at most kSequencePeriod. Writes their blocks' phases to `work`
+// (RequantizeWorkBytes(lines), as above), which the result points to.
+PackRequantization RequantizingPack(Kernel kernel, const MatrixView& lines, int bits,
+                                    BitDepthRounding resolved, std::uint32_t seed, Operand operand,
+                                    int first_line, int count, void* work);
+
 // The uint8 matrix RequantizeLines writes to `out` for `lines`.
 MatrixView RequantizedView(const MatrixView& lines, std::uint8_t* out);
 

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "lowbit/internal/driver/driver.h"
+#include "lowbit/internal/pack/requantize.h"
 #include "lowbit/public/context.h"
 
 namespace lowbit {
@@ -99,6 +100,15 @@ struct KernelFormat {
 using PackFunction = void (*)(const MatrixView& source, int start, int count, int depth_start,
                               int depth, void* packed, std::int32_t* sums);
 
+// The same packing of values requantized as they are read: `source` is the operand's lines as
+// stored, row-major (along the depth), with the type and bits of the requantized values (uint8,
+// RequantizedView) that the packed values are shifted from; `requantization` reads each stored
+// byte as uint8 and gives its offsets. The call's lines are [start, start + count) at depths
+// [0, depth).
+using RequantizingPackFunction = void (*)(const MatrixView& source,
+                                          const PackRequantization& requantization, int start,
+                                          int count, int depth, void* packed, std::int32_t* sums);
+
 // acc[i * acc_stride + j] (+)= sum over d of lhs_panel(i, d) * rhs_panel(j, d), for rows
 // i < `rows` (1 .. lhs_rows) of the lhs_rows x rhs_cols tile, in wrapping int32 arithmetic.
 // Stores when `accumulate` is false. Rows from `rows` on may be written too: the accumulator
@@ -147,6 +157,11 @@ struct KernelImplementation {
   // GEMM. Or null.
   void (*prepare)() = nullptr;
   void (*release)() = nullptr;
+  // Where the kernel has them: pack_lhs and pack_rhs for lines along the depth that are
+  // requantized (RequantizingPackFunction), which the driver then need not requantize into
+  // scratch first and pack from there. Or null.
+  RequantizingPackFunction pack_lhs_requantizing = nullptr;
+  RequantizingPackFunction pack_rhs_requantizing = nullptr;
 };
 // Measured on 4096 x 4096 weights of 4 bits against the same weights at 8 bits, one thread: two
 // to a byte 1.25x at 17 rows, 1.06x at 32, 0.99x at 64, 0.94x at 256; unfolded 1.00x at 17,

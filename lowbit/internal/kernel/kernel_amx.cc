@@ -17,6 +17,7 @@
 #include "lowbit/internal/kernel/amx_tile_config.h"
 #include "lowbit/internal/kernel/kernel.h"
 #include "lowbit/internal/pack/pack_x86.h"
+#include "lowbit/internal/pack/requantize_avx512.h"
 #include "lowbit/internal/pack/transpose_avx512.h"
 
 namespace lowbit {
@@ -162,15 +163,14 @@ void MicroKernelAmx(const void* lhs_panel, const void* rhs_panel, int padded_dep
 // need not save them on a context switch.
 void ReleaseTiles() { _tile_release(); }
 
-// Rows [start, start + count) of a source whose rows run along the depth, 16 at a time: each
-// row's chunks copied as they are packed (shifted by `delta`, zero past the depth), summed by
-// vpdpbusd into a vector per row, and the 16 vectors transposed and added into one of 16 sums.
+// Rows [0, count) of lhs panels, 16 at a time: each row's chunks as `load_chunk(row, d, in_depth)`
+// gives them (its packed values at depths [d, d + 64) in `in_depth`, zero past the depth), summed
+// by vpdpbusd into a vector per row, and the 16 vectors transposed and added into one of 16 sums.
 // Reduced one row at a time, the sums took half of the packing of 64 x 64.
-void PackLhsRowsAlongDepth(const MatrixView& source, int start, int count, int depth_start,
-                           int depth, std::uint8_t* out, std::int32_t* sums) {
+template <typename LoadChunk>
+void PackLhsRowChunks(int count, int depth, std::uint8_t* out, std::int32_t* sums,
+                      LoadChunk load_chunk) {
   const int padded_depth = RoundUp(depth, kGroup);
-  const __m512i delta =
-      _mm512_set1_epi8(static_cast<char>(-PackedValueShift(kFormat.lhs_type, source)));
   const __m512i ones = _mm512_set1_epi8(1);
   const auto mask_of = [](int bytes) {
     return bytes >= kChunk ? ~__mmask64{0} : (__mmask64{1} << bytes) - 1;
@@ -180,11 +180,6 @@ void PackLhsRowsAlongDepth(const MatrixView& source, int start, int count, int d
     std::uint8_t* panel = out + first / kRows * panel_bytes;
     const int panel_row = first % kRows;
     const int rows = std::min(kHalf, count - first);
-    const std::uint8_t* values[kHalf];
-    for (int i = 0; i < rows; ++i) {
-      values[i] = static_cast<const std::uint8_t*>(source.data) +
-                  static_cast<std::ptrdiff_t>(start + first + i) * source.stride + depth_start;
-    }
     __m512i row_sums[kHalf];
     for (__m512i& row_sum : row_sums) row_sum = _mm512_setzero_si512();
     for (int d = 0; d < padded_depth; d += kChunk) {
@@ -194,9 +189,7 @@ void PackLhsRowsAlongDepth(const MatrixView& source, int start, int count, int d
       std::uint8_t* chunk_rows = panel + static_cast<std::size_t>(d) * kRows + panel_row * width;
       for (int i = 0; i < kHalf; ++i) {
         const __m512i chunk =
-            i < rows ? _mm512_maskz_add_epi8(
-                           in_depth, _mm512_maskz_loadu_epi8(in_depth, values[i] + d), delta)
-                     : _mm512_setzero_si512();
+            i < rows ? load_chunk(first + i, d, in_depth) : _mm512_setzero_si512();
         row_sums[i] = _mm512_dpbusd_epi32(row_sums[i], ones, chunk);
         _mm512_mask_storeu_epi8(chunk_rows + i * width, stored, chunk);
       }
@@ -220,6 +213,45 @@ void PackLhsRowsAlongDepth(const MatrixView& source, int start, int count, int d
                   static_cast<std::size_t>(kHalf) * width);
     }
   }
+}
+
+// The first row of a source whose rows run along the depth, from `start`.
+const std::uint8_t* FirstRow(const MatrixView& source, int start, int depth_start) {
+  return static_cast<const std::uint8_t*>(source.data) +
+         static_cast<std::ptrdiff_t>(start) * source.stride + depth_start;
+}
+
+// Rows [start, start + count) of a source whose rows run along the depth: each chunk copied as it
+// is packed, shifted by `delta`.
+void PackLhsRowsAlongDepth(const MatrixView& source, int start, int count, int depth_start,
+                           int depth, std::uint8_t* out, std::int32_t* sums) {
+  const __m512i delta =
+      _mm512_set1_epi8(static_cast<char>(-PackedValueShift(kFormat.lhs_type, source)));
+  const std::uint8_t* rows = FirstRow(source, start, depth_start);
+  PackLhsRowChunks(count, depth, out, sums, [&](int row, int d, __mmask64 in_depth) {
+    const std::uint8_t* values = rows + static_cast<std::ptrdiff_t>(row) * source.stride + d;
+    return _mm512_maskz_add_epi8(in_depth, _mm512_maskz_loadu_epi8(in_depth, values), delta);
+  });
+}
+
+// The same rows requantized as they are read (RequantizingPackFunction).
+void PackLhsRequantizingAmx(const MatrixView& source, const PackRequantization& requantization,
+                            int start, int count, int depth, void* packed, std::int32_t* sums) {
+  const __m512i delta =
+      _mm512_set1_epi8(static_cast<char>(-PackedValueShift(kFormat.lhs_type, source)));
+  const Requantizer requantize(requantization.scale, requantization.flip);
+  const std::uint8_t* rows = FirstRow(source, start, 0);
+  PackLhsRowChunks(
+      count, depth, static_cast<std::uint8_t*>(packed), sums,
+      [&](int row, int d, __mmask64 in_depth) {
+        const SequenceStep step(d, depth);
+        const __m512i values = requantize(
+            requantize.Load(rows + static_cast<std::ptrdiff_t>(row) * source.stride + d, in_depth),
+            step.Offsets(requantization.table_plus_one,
+                         requantization.phases + row * requantization.phase_stride, in_depth),
+            in_depth);
+        return _mm512_maskz_add_epi8(in_depth, values, delta);
+      });
 }
 
 // A source whose rows are adjacent: packed in 4-byte depth groups by the AVX-512 VNNI kernel's
@@ -263,6 +295,12 @@ void PackRhsAmx(const MatrixView& source, int start, int count, int depth_start,
                        packed, sums);
 }
 
+void PackRhsRequantizingAmx(const MatrixView& source, const PackRequantization& requantization,
+                            int start, int count, int depth, void* packed, std::int32_t* sums) {
+  PackByteGroupsRequantizingAvx512(source, requantization, kFormat.rhs_type, kFormat.rhs_cols,
+                                   start, count, depth, packed, sums);
+}
+
 // CPUID leaf 7: EDX bit 24 AMX-TILE, bit 25 AMX-INT8. Linux hands out the tile registers' 8 KiB
 // of state only to processes that ask (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, Linux 5.16);
 // without that the first tile instruction faults.
@@ -293,11 +331,18 @@ bool AmxSupported() {
 }
 
 const KernelImplementation& AmxKernel() {
-  static const KernelImplementation implementation{
-      Kernel::kAmx, kFormat,         &PackLhsAmx,
-      &PackRhsAmx,  &MicroKernelAmx, Avx512VnniKernel().direct_rhs,
-      nullptr,      nullptr,         &EnsureTilesConfigured,
-      &ReleaseTiles};
+  static const KernelImplementation implementation{Kernel::kAmx,
+                                                   kFormat,
+                                                   &PackLhsAmx,
+                                                   &PackRhsAmx,
+                                                   &MicroKernelAmx,
+                                                   Avx512VnniKernel().direct_rhs,
+                                                   nullptr,
+                                                   nullptr,
+                                                   &EnsureTilesConfigured,
+                                                   &ReleaseTiles,
+                                                   &PackLhsRequantizingAmx,
+                                                   &PackRhsRequantizingAmx};
   return implementation;
 }
 

@@ -169,6 +169,20 @@ void PackRhsAvx512Vnni(const MatrixView& source, int start, int count, int depth
                        packed, sums);
 }
 
+void PackLhsRequantizingAvx512Vnni(const MatrixView& source,
+                                   const PackRequantization& requantization, int start, int count,
+                                   int depth, void* packed, std::int32_t* sums) {
+  PackByteGroupsRequantizingAvx512(source, requantization, kFormat.lhs_type, kFormat.lhs_rows,
+                                   start, count, depth, packed, sums);
+}
+
+void PackRhsRequantizingAvx512Vnni(const MatrixView& source,
+                                   const PackRequantization& requantization, int start, int count,
+                                   int depth, void* packed, std::int32_t* sums) {
+  PackByteGroupsRequantizingAvx512(source, requantization, kFormat.rhs_type, kFormat.rhs_cols,
+                                   start, count, depth, packed, sums);
+}
+
 // Prepacked weights of at most 4 bits (PackedType::kUint4Pairs): a step of the tile's rhs panel,
 // 4 depth values of 32 columns (two vectors of 64 bytes in kUint8's layout), is stored in 64
 // bytes, byte j holding byte j of the first vector in its low nibble and byte j of the second in
@@ -234,9 +248,18 @@ static_assert(kFormat.rhs_type == PackedType::kUint8,
               "direct_rhs_avx512vnni.cc reads the rhs values as the tile's packing stores them");
 
 const KernelImplementation& Avx512VnniKernel() {
-  static const KernelImplementation implementation{Kernel::kAvx512Vnni, kFormat,
-                                                   &PackLhsAvx512Vnni,  &PackRhsAvx512Vnni,
-                                                   &Tile::MicroKernel,  &DirectRhsAvx512Vnni};
+  static const KernelImplementation implementation{Kernel::kAvx512Vnni,
+                                                   kFormat,
+                                                   &PackLhsAvx512Vnni,
+                                                   &PackRhsAvx512Vnni,
+                                                   &Tile::MicroKernel,
+                                                   &DirectRhsAvx512Vnni,
+                                                   nullptr,
+                                                   nullptr,
+                                                   nullptr,
+                                                   nullptr,
+                                                   &PackLhsRequantizingAvx512Vnni,
+                                                   &PackRhsRequantizingAvx512Vnni};
   return implementation;
 }
 

@@ -5,11 +5,13 @@
 // of a source whose rows are adjacent (a column-major lhs, a row-major rhs), 32 rows and 4 depth
 // values a step. Everything else (the depth tails of the first, a last partial panel or pair,
 // other widths) goes to PackByteGroupsAvx2, which writes the same layout.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
 #include "lowbit/internal/pack/pack_x86.h"
-#include "lowbit/internal/pack/transpose_avx512.h"  // and <immintrin.h>
+#include "lowbit/internal/pack/requantize_avx512.h"  // and <immintrin.h>
+#include "lowbit/internal/pack/transpose_avx512.h"
 
 namespace lowbit {
 namespace internal {
@@ -18,23 +20,21 @@ namespace {
 constexpr int kStep = 64;  // depth values per row and step: 16 groups of 4, one register
 constexpr int kGroup = 4;
 
-// Depth values [d, d + 64) of the 16 rows from rows_base on, stored as `delta` shifts them, as
-// a 16 x 16 square of 4-byte groups transposed: register g holds those rows' group g in row
-// order, which is where the layout wants it; and each group's 4 values added to its row's lane of
+// 16 rows' values at depths [d, d + 64), row i's as `load_row(i)` gives them (packed), as a
+// 16 x 16 square of 4-byte groups transposed: register g holds those rows' group g in row order,
+// which is where the layout wants it; and each group's 4 values added to its row's lane of
 // row_sums (vpdpbusd by ones, the ones on the unsigned side for int8 values). Four partial sums
 // (PartialRowSums) so that the additions are four short chains: through one, the 16 vpdpbusd of 5
 // cycles' latency each made a step's time.
 using PartialRowSums = __m512i[4];
 
-template <PackedType kType>
-__attribute__((always_inline)) inline void TransposedGroups(const std::uint8_t* rows_base,
-                                                            std::ptrdiff_t stride, int d,
-                                                            __m512i delta, __m512i (&groups)[16],
+template <PackedType kType, typename LoadRow>
+__attribute__((always_inline)) inline void TransposedGroups(LoadRow load_row, __m512i (&groups)[16],
                                                             PartialRowSums& row_sums) {
   const __m512i ones = _mm512_set1_epi8(1);
-  for (int i = 0; i < 16; ++i) {
-    groups[i] = _mm512_add_epi8(_mm512_loadu_si512(rows_base + i * stride + d), delta);
-  }
+  // Unrolled, so that the groups stay in registers: as a loop, GCC kept them on the stack.
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) groups[i] = load_row(i);
   TransposeInt32x16x16(groups);
   for (int g = 0; g < 16; ++g) {
     __m512i& sums = row_sums[g % 4];
@@ -43,11 +43,24 @@ __attribute__((always_inline)) inline void TransposedGroups(const std::uint8_t* 
   }
 }
 
-// Adds the rows' sums in row_sums to the 16 at `sums`.
-inline void AddRowSums(const PartialRowSums& row_sums, std::int32_t* sums) {
+// The values of the 16 rows from rows_base on at depths [d, d + 64), shifted by `delta`.
+template <PackedType kType>
+__attribute__((always_inline)) inline void TransposedGroups(const std::uint8_t* rows_base,
+                                                            std::ptrdiff_t stride, int d,
+                                                            __m512i delta, __m512i (&groups)[16],
+                                                            PartialRowSums& row_sums) {
+  TransposedGroups<kType>(
+      [&](int i) { return _mm512_add_epi8(_mm512_loadu_si512(rows_base + i * stride + d), delta); },
+      groups, row_sums);
+}
+
+// Adds the sums in row_sums of the rows in `present` to theirs at `sums`.
+inline void AddRowSums(const PartialRowSums& row_sums, std::int32_t* sums,
+                       __mmask16 present = 0xffff) {
   const __m512i total = _mm512_add_epi32(_mm512_add_epi32(row_sums[0], row_sums[1]),
                                          _mm512_add_epi32(row_sums[2], row_sums[3]));
-  _mm512_storeu_si512(sums, _mm512_add_epi32(_mm512_loadu_si512(sums), total));
+  _mm512_mask_storeu_epi32(sums, present,
+                           _mm512_add_epi32(_mm512_maskz_loadu_epi32(present, sums), total));
 }
 
 // The steps of one whole panel of `width` rows (a multiple of 16) of kUint8 values, 16 rows at
@@ -198,7 +211,82 @@ void PackRowsAdjacent(const std::uint8_t* rows_base, std::ptrdiff_t stride, int 
   }
 }
 
+// Rows [0, count) of lines along the depth from `rows` on, requantized as they are read, in
+// panels of `panel_width` rows (8, or a multiple of 16) to the padding: 16 rows a step of 64 depth
+// values, as the two functions above step whole panels, the rows past `count` and the depth past
+// `depth` zero. 8-row panels take each transposed group's low half, and the next panel its high
+// half (PackEightRowPanelPairSteps).
+template <PackedType kType>
+void PackRowsRequantizing(const std::uint8_t* rows, std::ptrdiff_t stride,
+                          const PackRequantization& requantization, int panel_width, int count,
+                          int depth, std::int8_t delta, std::uint8_t* out, std::int32_t* sums) {
+  const __m512i delta_bytes = _mm512_set1_epi8(delta);
+  const Requantizer requantize(requantization.scale, requantization.flip);
+  const int padded_depth = RoundUp(depth, kGroup);
+  const int padded_rows = RoundUp(count, panel_width);
+  const std::ptrdiff_t panel_size = static_cast<std::ptrdiff_t>(panel_width) * padded_depth;
+  for (int first = 0; first < padded_rows; first += 16) {
+    const int present = count - first < 16 ? (count > first ? count - first : 0) : 16;
+    std::uint8_t* panel = out + first / panel_width * panel_size;
+    PartialRowSums row_sums = {_mm512_setzero_si512(), _mm512_setzero_si512(),
+                               _mm512_setzero_si512(), _mm512_setzero_si512()};
+    for (int d = 0; d < padded_depth; d += kStep) {
+      const __mmask64 in_depth =
+          depth - d >= kStep ? ~__mmask64{0} : (__mmask64{1} << (depth - d)) - 1;
+      const SequenceStep step(d, depth);
+      __m512i groups[16];
+      TransposedGroups<kType>(
+          [&](int i) {
+            if (i >= present) return _mm512_setzero_si512();
+            const int row = first + i;
+            const __m512i values = requantize(
+                requantize.Load(rows + row * stride + d, in_depth),
+                step.Offsets(requantization.table_plus_one,
+                             requantization.phases + row * requantization.phase_stride, in_depth),
+                in_depth);
+            // The requantized values are zero outside the depth already.
+            return delta == 0 ? values : _mm512_maskz_add_epi8(in_depth, values, delta_bytes);
+          },
+          groups, row_sums);
+      const int step_groups = std::min(kStep, padded_depth - d) / kGroup;
+      for (int g = 0; g < step_groups; ++g) {
+        const std::ptrdiff_t group = d / kGroup + g;
+        if (panel_width == 8) {
+          std::uint8_t* step_out = panel + group * 8 * kGroup;
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(step_out),
+                              _mm512_castsi512_si256(groups[g]));
+          if (first + 8 < padded_rows) {
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(step_out + panel_size),
+                                _mm512_extracti64x4_epi64(groups[g], 1));
+          }
+        } else {
+          _mm512_storeu_si512(panel + (group * panel_width + first % panel_width) * kGroup,
+                              groups[g]);
+        }
+      }
+    }
+    AddRowSums(row_sums, sums + first, static_cast<__mmask16>((1u << present) - 1));
+  }
+}
+
 }  // namespace
+
+void PackByteGroupsRequantizingAvx512(const MatrixView& source,
+                                      const PackRequantization& requantization, PackedType type,
+                                      int panel_width, int start, int count, int depth,
+                                      void* packed, std::int32_t* sums) {
+  const auto delta = static_cast<std::int8_t>(-PackedValueShift(type, source));
+  const auto* rows = static_cast<const std::uint8_t*>(source.data) +
+                     static_cast<std::ptrdiff_t>(start) * source.stride;
+  auto* out = static_cast<std::uint8_t*>(packed);
+  if (type == PackedType::kUint8) {
+    PackRowsRequantizing<PackedType::kUint8>(rows, source.stride, requantization, panel_width,
+                                             count, depth, delta, out, sums);
+  } else {
+    PackRowsRequantizing<PackedType::kInt8>(rows, source.stride, requantization, panel_width, count,
+                                            depth, delta, out, sums);
+  }
+}
 
 void PackByteGroupsAvx512(const MatrixView& source, PackedType type, int panel_width, int start,
                           int count, int depth_start, int depth, void* packed, std::int32_t* sums) {

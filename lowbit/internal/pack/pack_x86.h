@@ -62,6 +62,14 @@ using PackByteGroupsFunction = void (*)(const MatrixView& source, PackedType typ
 void PackByteGroupsAvx512(const MatrixView& source, PackedType type, int panel_width, int start,
                           int count, int depth_start, int depth, void* packed, std::int32_t* sums);
 
+// PackByteGroupsAvx512's layout for kUint8 panels of 16 or 32 rows and kInt8 panels of 8, of
+// lines along the depth requantized as they are read (kernel.h, RequantizingPackFunction). The
+// same CPUs.
+void PackByteGroupsRequantizingAvx512(const MatrixView& source,
+                                      const PackRequantization& requantization, PackedType type,
+                                      int panel_width, int start, int count, int depth,
+                                      void* packed, std::int32_t* sums);
+
 // A PackFunction (kernel.h) for bit planes (`type` kOneBitPlane or kTwoBitPlanes, kBitPlaneGroup's
 // layout) in panels of `panel_width` rows. Only call it on a CPU with AVX2.
 void PackBitPlanesAvx2(const MatrixView& source, PackedType type, int panel_width, int start,

@@ -174,17 +174,44 @@ std::uint32_t RequantizeRun(const std::uint8_t* source, const std::uint8_t* offs
   return sum;
 }
 
+// The blocks of one period that a line of `depth` values spans.
+int BlockCount(int depth) { return (depth + kSequencePeriod - 1) / kSequencePeriod; }
+
+// The requantization's scale for `bits`, and the flip that reads the values of `lines` as uint8.
+std::uint16_t ScaleOf(int bits) { return static_cast<std::uint16_t>((1 << bits) - 1); }
+std::uint8_t FlipOf(const MatrixView& lines) { return lines.type == ElementType::kInt8 ? 0x80 : 0; }
+
 // Whole blocks and one byte more: every window is copied as a constant 256 bytes (inlined vector
 // moves, where 255 would call memcpy), the next window overwriting the last.
 std::size_t AlongDepthOffsetsBytes(int depth) {
-  return static_cast<std::size_t>((depth + kSequencePeriod - 1) / kSequencePeriod) *
-             kSequencePeriod +
-         1;
+  return static_cast<std::size_t>(BlockCount(depth)) * kSequencePeriod + 1;
 }
 
 // Each line's current offset, then (aligned) its running sum.
 std::size_t AcrossLinesSumsStart(int count) {
   return (static_cast<std::size_t>(count) + 3) / 4 * 4;
+}
+
+// The blocks' phases of lines [first_line, first_line + count) of `operand`, phases[i * blocks +
+// b]: kPhaseLines lines at a time, hashed in a vector's lanes by `phases_function` where there is
+// one (hashed one line at a time in scalar code they took about a fifth of the AVX-512 pass at
+// depth 256).
+void HashBlockPhases(BlockPhasesFunction phases_function, std::uint32_t seed, Operand operand,
+                     int first_line, int count, int blocks, std::uint8_t* phases) {
+  for (int first = 0; first < count; first += kPhaseLines) {
+    const int lines = std::min(kPhaseLines, count - first);
+    std::uint8_t* lines_phases = phases + static_cast<std::ptrdiff_t>(first) * blocks;
+    if (phases_function != nullptr) {
+      phases_function(LineKey(seed, operand, first_line + first), lines, blocks, lines_phases);
+      continue;
+    }
+    for (int i = 0; i < lines; ++i) {
+      const std::uint64_t line_hash = LineHash(seed, operand, first_line + first + i);
+      for (int block = 0; block < blocks; ++block) {
+        lines_phases[i * blocks + block] = static_cast<std::uint8_t>(BlockPhase(line_hash, block));
+      }
+    }
+  }
 }
 
 // A run, or with AVX-512 a function for a whole line and one for the blocks' phases.
@@ -216,16 +243,15 @@ void RequantizeAlongDepth(const RunChoice& run, const MatrixView& lines, std::ui
     return hashed ? BlockPhase(line_hash, block) : 0;
   };
   if (run.line_function != nullptr) {
-    // The blocks' phases of kPhaseLines lines at a time, hashed in a vector's lanes: hashed one
-    // line at a time in scalar code they took about a fifth of the pass at depth 256.
-    const int blocks = (depth + kSequencePeriod - 1) / kSequencePeriod;
+    const int blocks = BlockCount(depth);
     const std::uint8_t* table_plus_one = OffsetTableFor<1>(resolved);
     std::uint8_t* phases = work;
     if (!hashed) std::fill(phases, phases + blocks, 0);
     for (int first = 0; first < lines.rows; first += kPhaseLines) {
       const int count = std::min(kPhaseLines, lines.rows - first);
       if (hashed) {
-        run.phases_function(LineKey(seed, operand, first_line + first), count, blocks, phases);
+        HashBlockPhases(run.phases_function, seed, operand, first_line + first, count, blocks,
+                        phases);
       }
       for (int i = 0; i < count; ++i) {
         const int line = first + i;
@@ -328,11 +354,26 @@ std::size_t RequantizeWorkBytes(const MatrixView& lines) {
   return AcrossLinesSumsStart(lines.rows) + sizeof(std::uint32_t) * lines.rows;
 }
 
+PackRequantization RequantizingPack(Kernel kernel, const MatrixView& lines, int bits,
+                                    BitDepthRounding resolved, std::uint32_t seed, Operand operand,
+                                    int first_line, int count, void* work) {
+  auto* phases = static_cast<std::uint8_t*>(work);
+  const int blocks = BlockCount(lines.cols);
+  const bool hashed = resolved != BitDepthRounding::kNearest;
+  if (hashed) {
+    HashBlockPhases(RunFor(kernel).phases_function, seed, operand, first_line, count, blocks,
+                    phases);
+  } else {
+    std::fill(phases, phases + blocks, 0);
+  }
+  return {OffsetTableFor<1>(resolved), phases, hashed ? blocks : 0, ScaleOf(bits), FlipOf(lines)};
+}
+
 void RequantizeLines(Kernel kernel, const MatrixView& lines, int bits, BitDepthRounding resolved,
                      std::uint32_t seed, Operand operand, std::uint8_t* out,
                      std::int32_t* line_sums, void* work, int first_line) {
-  const auto scale = static_cast<std::uint16_t>((1 << bits) - 1);
-  const std::uint8_t flip = lines.type == ElementType::kInt8 ? 0x80 : 0;
+  const std::uint16_t scale = ScaleOf(bits);
+  const std::uint8_t flip = FlipOf(lines);
   auto* work_bytes = static_cast<std::uint8_t*>(work);
   if (lines.rows == 0) return;
   if (lines.order == Order::kRowMajor) {

@@ -44,6 +44,18 @@ using RequantizeLineFunction = std::uint32_t (*)(const std::uint8_t* source,
                                                  std::uint16_t scale, std::uint8_t flip,
                                                  std::uint8_t* out);
 
+// Lines along the depth that a packer requantizes as it reads them (kernel.h,
+// RequantizingPackFunction), from the offsets RequantizeLineFunction reads: the values of block b
+// of the call's line i take theirs at table_plus_one + phases[i * phase_stride + b] (a
+// phase_stride of 0, round to nearest: every line reads the first line's phases).
+struct PackRequantization {
+  const std::uint8_t* table_plus_one;
+  const std::uint8_t* phases;
+  int phase_stride;
+  std::uint16_t scale;
+  std::uint8_t flip;
+};
+
 // The splitmix64 finalizer that hashes the rounding sequence's phases
 // (lowbit/internal/pack/requantize.cc): x += increment; x = (x ^ (x >> 30)) * first;
 // x = (x ^ (x >> 27)) * second; x ^ (x >> 31).

@@ -1,12 +1,9 @@
 // The requantization of a line with AVX-512 BW (lowbit/internal/pack/requantize.h): 64 values per
 // step, across the blocks of the rounding sequence, the same integer formula as every other run,
 // so the bits do not depend on which one runs; and the blocks' phases of 8 lines at once.
-#include <cstdint>
+#include "lowbit/internal/pack/requantize_avx512.h"  // and <immintrin.h>
 
-// <immintrin.h> through this header first: without GCC 12's false -Wuninitialized reports.
-#include "lowbit/fixedpoint/fixedpoint_avx512.h"
-#include "lowbit/internal/driver/bit_depth.h"
-#include "lowbit/internal/pack/requantize.h"
+#include <cstdint>
 
 namespace lowbit {
 namespace internal {
@@ -57,56 +54,13 @@ std::uint32_t RequantizeLineAvx512(const std::uint8_t* source, const std::uint8_
                                    const std::uint8_t* phases, int count, std::uint16_t scale,
                                    std::uint8_t flip, std::uint8_t* out) {
   const __m512i zero = _mm512_setzero_si512();
-  const __m512i flip_bytes = _mm512_set1_epi8(static_cast<char>(flip));
-  // Each value beside its offset plus one, times (scale, 1): n + 1 = v * scale + offset + 1 <=
-  // 255 * 127 + 255 in one vpmaddubsw, whose second operand is signed bytes (scale <= 127).
-  const __m512i scale_and_one = _mm512_set1_epi16(static_cast<short>(0x0100 | scale));
-  const __m512i multiplier = _mm512_set1_epi16(257);
-  // 8 bits: (u * 255 + offset) / 255 = u for every offset <= 254, and the values pass unchanged.
-  const bool unchanged = scale == 255;
+  const Requantizer requantize(scale, flip);
   __m512i sums = zero;
-  // The offsets of values k in [block_end - 255, block_end), one block, start at
-  // table_plus_one[shift + k]: the block's phase less its start.
-  int block = 0;
-  int block_end = kSequencePeriod;
-  int shift = phases[0];
-  const auto next_block = [&] {
-    ++block;
-    shift = phases[block] - block_end;
-    block_end += kSequencePeriod;
-  };
   // Lanes outside `in_line` load as zeros and are neither stored nor summed.
   const auto step = [&](int k, __mmask64 in_line) {
-    const __m512i values =
-        _mm512_xor_si512(_mm512_maskz_loadu_epi8(in_line, source + k), flip_bytes);
-    // The flip sets the lanes outside `in_line`: the mask clears them again.
-    __m512i requantized = _mm512_maskz_mov_epi8(in_line, values);
-    if (!unchanged) {
-      __m512i offset_bytes;
-      if (k + 64 <= block_end) {
-        offset_bytes = _mm512_maskz_loadu_epi8(in_line, table_plus_one + (shift + k));
-      } else {
-        // The step straddles two blocks: its first block_end - k lanes (0 to 63) from this
-        // block's window, the rest from the next one's, addressed from the step's first lane (up
-        // to 63 bytes before the window: the table's lead, lowbit/internal/pack/requantize.cc).
-        const __mmask64 this_block = (__mmask64{1} << (block_end - k)) - 1;
-        offset_bytes = _mm512_maskz_loadu_epi8(in_line & this_block, table_plus_one + (shift + k));
-        if (block_end < count) {
-          next_block();
-          offset_bytes = _mm512_mask_loadu_epi8(offset_bytes, in_line & ~this_block,
-                                                table_plus_one + (shift + k));
-        }
-      }
-      // Unpacking and packing both work within 128-bit lanes, so the order comes back intact.
-      const __m512i low =
-          _mm512_maddubs_epi16(_mm512_unpacklo_epi8(values, offset_bytes), scale_and_one);
-      const __m512i high =
-          _mm512_maddubs_epi16(_mm512_unpackhi_epi8(values, offset_bytes), scale_and_one);
-      // n / 255 = ((n + 1) * 257) >> 16 for n < 255 * 258: with n = 255 q + r, (n + 1) * 257 =
-      // 65536 q + 257 (r + 1) - q, and 0 <= 257 (r + 1) - q < 65536 for q <= 257.
-      requantized = _mm512_maskz_packus_epi16(in_line, _mm512_mulhi_epu16(low, multiplier),
-                                              _mm512_mulhi_epu16(high, multiplier));
-    }
+    const __m512i requantized =
+        requantize(requantize.Load(source + k, in_line),
+                   SequenceStep(k, count).Offsets(table_plus_one, phases, in_line), in_line);
     _mm512_mask_storeu_epi8(out + k, in_line, requantized);
     sums = _mm512_add_epi64(sums, _mm512_sad_epu8(requantized, zero));
   };

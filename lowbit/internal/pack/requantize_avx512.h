@@ -1,0 +1,97 @@
+// A step of the AVX-512 BW requantization, 64 depth values of a line: shared by the pass
+// (requantize_avx512.cc) and the packers that requantize lines as they read them (pack_avx512.cc,
+// kernel_amx.cc), so that every path computes RequantizeTail's formula in the same instructions.
+#ifndef LOWBIT_INTERNAL_PACK_REQUANTIZE_AVX512_H_
+#define LOWBIT_INTERNAL_PACK_REQUANTIZE_AVX512_H_
+
+#include <cstdint>
+
+// <immintrin.h> through this header first: without GCC 12's false -Wuninitialized reports.
+#include "lowbit/fixedpoint/fixedpoint_avx512.h"
+#include "lowbit/internal/driver/bit_depth.h"
+#include "lowbit/internal/pack/requantize.h"
+
+namespace lowbit {
+namespace internal {
+
+// Where the step of 64 depth values from k lies among the rounding sequence's blocks, the same
+// for every line of `depth` values. A step that straddles two blocks takes its first lanes'
+// offsets from one block's window of the table and the rest from the next one's.
+class SequenceStep {
+ public:
+  SequenceStep(int k, int depth)
+      : block_(k / kSequencePeriod), position_(k - block_ * kSequencePeriod) {
+    const int block_end = k - position_ + kSequencePeriod;
+    straddles_ = k + 64 > block_end && block_end < depth;
+    this_block_ = straddles_ ? (__mmask64{1} << (block_end - k)) - 1 : ~__mmask64{0};
+  }
+
+  // The offsets plus one of the step's lanes in `in_line` (zero in the others) for a line whose
+  // blocks' phases are `phases`. The next block's lanes are addressed from the step's first lane,
+  // up to 63 bytes before its window: the table's lead (lowbit/internal/pack/requantize.cc).
+  __m512i Offsets(const std::uint8_t* table_plus_one, const std::uint8_t* phases,
+                  __mmask64 in_line) const {
+    __m512i offsets = _mm512_maskz_loadu_epi8(in_line & this_block_,
+                                              table_plus_one + (phases[block_] + position_));
+    if (straddles_) {
+      offsets = _mm512_mask_loadu_epi8(
+          offsets, in_line & ~this_block_,
+          table_plus_one + (phases[block_ + 1] + position_ - kSequencePeriod));
+    }
+    return offsets;
+  }
+
+ private:
+  int block_;
+  int position_;  // the step's first depth value, in its block
+  bool straddles_;
+  __mmask64 this_block_;
+};
+
+// (u * scale + offset) / 255 for 64 values u (RequantizeValue).
+class Requantizer {
+ public:
+  Requantizer(std::uint16_t scale, std::uint8_t flip)
+      : flip_(_mm512_set1_epi8(static_cast<char>(flip))),
+        scale_and_one_(_mm512_set1_epi16(static_cast<short>(0x0100 | scale))),
+        multiplier_(_mm512_set1_epi16(257)),
+        flips_(flip != 0),
+        unchanged_(scale == 255) {}
+
+  // The values of lanes in `in_line` from `source`, as uint8 (int8 values flipped); the others
+  // hold the flip.
+  __m512i Load(const std::uint8_t* source, __mmask64 in_line) const {
+    const __m512i values = _mm512_maskz_loadu_epi8(in_line, source);
+    return flips_ ? _mm512_xor_si512(values, flip_) : values;
+  }
+
+  // The requantized values of lanes in `in_line`, zero in the others, from the offsets plus one
+  // (SequenceStep::Offsets). 8 bits: (u * 255 + offset) / 255 = u for every offset <= 254, and
+  // the values pass unchanged.
+  __m512i operator()(__m512i values, __m512i offsets_plus_one, __mmask64 in_line) const {
+    if (unchanged_) return _mm512_maskz_mov_epi8(in_line, values);
+    // Each value beside its offset plus one, times (scale, 1): n + 1 = u * scale + offset + 1
+    // <= 255 * 127 + 255 in one vpmaddubsw, whose second operand is signed bytes (scale <= 127).
+    // Unpacking and packing both work within 128-bit lanes, so the order comes back intact.
+    const __m512i low =
+        _mm512_maddubs_epi16(_mm512_unpacklo_epi8(values, offsets_plus_one), scale_and_one_);
+    const __m512i high =
+        _mm512_maddubs_epi16(_mm512_unpackhi_epi8(values, offsets_plus_one), scale_and_one_);
+    // n / 255 = ((n + 1) * 257) >> 16 for n < 255 * 258: with n = 255 q + r, (n + 1) * 257 =
+    // 65536 q + 257 (r + 1) - q, and 0 <= 257 (r + 1) - q < 65536 for q <= 257.
+    return _mm512_maskz_packus_epi16(in_line, _mm512_mulhi_epu16(low, multiplier_),
+                                     _mm512_mulhi_epu16(high, multiplier_));
+  }
+
+ private:
+  __m512i flip_;
+  __m512i scale_and_one_;
+  __m512i multiplier_;
+  bool flips_;
+  bool unchanged_;
+};
+
+}  // namespace internal
+}  // namespace lowbit
+
+#endif  // LOWBIT_INTERNAL_PACK_REQUANTIZE_AVX512_H_
