@@ -34,8 +34,6 @@ template <PackedType kType, typename LoadRow>
 __attribute__((always_inline)) inline void TransposedGroups(LoadRow load_row, __m512i (&groups)[16],
                                                             PartialRowSums& row_sums) {
   const __m512i ones = _mm512_set1_epi8(1);
-  // Unrolled, so that the groups stay in registers: as a loop, GCC kept them on the stack.
-#pragma GCC unroll 16
   for (int i = 0; i < 16; ++i) groups[i] = load_row(i);
   TransposeInt32x16x16(groups);
   for (int g = 0; g < 16; ++g) {
