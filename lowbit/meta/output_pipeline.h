@@ -86,7 +86,8 @@ void ValidatePipeline(const Pipeline& pipeline, const internal::MatrixView& resu
   if constexpr (Index < std::tuple_size<Pipeline>::value) {
     using Stage = std::tuple_element_t<Index, Pipeline>;
     if constexpr (HasValidate<Stage>::value || HasVisitInputs<Stage>::value) {
-      const std::string name = "pipeline[" + std::to_string(Index) + "]";
+      // Built once per stage position: built on every call, it took 1% of a 64^3 GEMM.
+      static const std::string name = "pipeline[" + std::to_string(Index) + "]";
       const Stage& stage = std::get<Index>(pipeline);
       if constexpr (HasValidate<Stage>::value) stage.Validate(result.rows, result.cols, name);
       if constexpr (HasVisitInputs<Stage>::value) {
