@@ -48,8 +48,9 @@ std::size_t RequantizeWorkBytes(const MatrixView& lines);
 struct PackRequantization;  // lowbit/internal/pack/requantize.h
 
 // The same requantization for a packer that does it as it reads the lines (kernel.h,
-// RequantizingPackFunction): lines [first_line, first_line + count) of `lines`, which run along
-// the depth (row-major), count at most kSequencePeriod. Writes their blocks' phases to `work`
+// RequantizingPackFunction; the AVX-512 VNNI and AMX kernels, whose blocks' phases are hashed in
+// vectors): lines [first_line, first_line + count) of `lines`, which run along the depth
+// (row-major), count at most kSequencePeriod. Writes their blocks' phases to `work`
 // (RequantizeWorkBytes(lines), as above), which the result points to.
 PackRequantization RequantizingPack(Kernel kernel, const MatrixView& lines, int bits,
                                     BitDepthRounding resolved, std::uint32_t seed, Operand operand,

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 
 #include "lowbit/internal/driver/bit_depth.h"
 
@@ -193,24 +194,14 @@ std::size_t AcrossLinesSumsStart(int count) {
 }
 
 // The blocks' phases of lines [first_line, first_line + count) of `operand`, phases[i * blocks +
-// b]: kPhaseLines lines at a time, hashed in a vector's lanes by `phases_function` where there is
-// one (hashed one line at a time in scalar code they took about a fifth of the AVX-512 pass at
-// depth 256).
+// b]: kPhaseLines lines at a time, hashed in a vector's lanes by `phases_function` (hashed one
+// line at a time in scalar code they took about a fifth of the AVX-512 pass at depth 256).
 void HashBlockPhases(BlockPhasesFunction phases_function, std::uint32_t seed, Operand operand,
                      int first_line, int count, int blocks, std::uint8_t* phases) {
   for (int first = 0; first < count; first += kPhaseLines) {
-    const int lines = std::min(kPhaseLines, count - first);
-    std::uint8_t* lines_phases = phases + static_cast<std::ptrdiff_t>(first) * blocks;
-    if (phases_function != nullptr) {
-      phases_function(LineKey(seed, operand, first_line + first), lines, blocks, lines_phases);
-      continue;
-    }
-    for (int i = 0; i < lines; ++i) {
-      const std::uint64_t line_hash = LineHash(seed, operand, first_line + first + i);
-      for (int block = 0; block < blocks; ++block) {
-        lines_phases[i * blocks + block] = static_cast<std::uint8_t>(BlockPhase(line_hash, block));
-      }
-    }
+    phases_function(LineKey(seed, operand, first_line + first),
+                    std::min(kPhaseLines, count - first), blocks,
+                    phases + static_cast<std::ptrdiff_t>(first) * blocks);
   }
 }
 
@@ -360,9 +351,12 @@ PackRequantization RequantizingPack(Kernel kernel, const MatrixView& lines, int 
   auto* phases = static_cast<std::uint8_t*>(work);
   const int blocks = BlockCount(lines.cols);
   const bool hashed = resolved != BitDepthRounding::kNearest;
+  const BlockPhasesFunction phases_function = RunFor(kernel).phases_function;
+  if (phases_function == nullptr) {
+    throw std::logic_error("requantizing packers need a kernel that hashes phases in vectors");
+  }
   if (hashed) {
-    HashBlockPhases(RunFor(kernel).phases_function, seed, operand, first_line, count, blocks,
-                    phases);
+    HashBlockPhases(phases_function, seed, operand, first_line, count, blocks, phases);
   } else {
     std::fill(phases, phases + blocks, 0);
   }
