@@ -257,7 +257,7 @@ struct GemmTask {
       for (int first = 0; first < count; first += call_lines) {
         const int lines_now = std::min(call_lines, count - first);
         // The requantized values' line sums, from the packed values'.
-        std::copy_n(sums + first, lines_now, memory.sums);
+        if (set_terms) std::copy_n(sums + first, lines_now, memory.sums);
         packing.pack_requantizing(
             lines,
             RequantizingPack(resolved_kernel, r.lines, r.bits, r.rounding, r.seed, r.operand,

@@ -237,21 +237,13 @@ void PackLhsRowsAlongDepth(const MatrixView& source, int start, int count, int d
 // The same rows requantized as they are read (RequantizingPackFunction).
 void PackLhsRequantizingAmx(const MatrixView& source, const PackRequantization& requantization,
                             int start, int count, int depth, void* packed, std::int32_t* sums) {
-  const __m512i delta =
-      _mm512_set1_epi8(static_cast<char>(-PackedValueShift(kFormat.lhs_type, source)));
-  const Requantizer requantize(requantization.scale, requantization.flip);
-  const std::uint8_t* rows = FirstRow(source, start, 0);
-  PackLhsRowChunks(
-      count, depth, static_cast<std::uint8_t*>(packed), sums,
-      [&](int row, int d, __mmask64 in_depth) {
-        const SequenceStep step(d, depth);
-        const __m512i values = requantize(
-            requantize.Load(rows + static_cast<std::ptrdiff_t>(row) * source.stride + d, in_depth),
-            step.Offsets(requantization.table_plus_one,
-                         requantization.phases + row * requantization.phase_stride, in_depth),
-            in_depth);
-        return _mm512_maskz_add_epi8(in_depth, values, delta);
-      });
+  const RequantizingLineReader read(
+      FirstRow(source, start, 0), source.stride, requantization,
+      static_cast<std::int8_t>(-PackedValueShift(kFormat.lhs_type, source)));
+  PackLhsRowChunks(count, depth, static_cast<std::uint8_t*>(packed), sums,
+                   [&](int row, int d, __mmask64 in_depth) {
+                     return read(row, d, SequenceStep(d, depth), in_depth);
+                   });
 }
 
 // A source whose rows are adjacent: packed in 4-byte depth groups by the AVX-512 VNNI kernel's

@@ -84,6 +84,17 @@ void PackUint8PanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, i
   }
 }
 
+// A transposed group of 16 rows (TransposedGroups) to its place in a pair of 8-row panels
+// `panel_bytes` apart: rows 0-7 to the first panel, rows 8-15 to the second where there is one.
+inline void StoreToEightRowPanelPair(__m512i group, std::uint8_t* out, std::ptrdiff_t panel_bytes,
+                                     bool has_second) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_castsi512_si256(group));
+  if (has_second) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + panel_bytes),
+                        _mm512_extracti64x4_epi64(group, 1));
+  }
+}
+
 // The steps of two whole 8-row kInt8 panels (the AVX-512 VNNI kernel's lhs panels), panel_bytes
 // apart, together: each transposed group holds the first panel's rows in its low half and the
 // second's in its high half. Through the AVX2 packer's 4-row steps, packing the lhs took 8% of a
@@ -99,10 +110,8 @@ void PackEightRowPanelPairSteps(const std::uint8_t* rows_base, std::ptrdiff_t st
     __m512i groups[16];
     TransposedGroups<PackedType::kInt8>(rows_base, stride, d, delta_bytes, groups, row_sums);
     for (int g = 0; g < 16; ++g) {
-      std::uint8_t* const step_out = out + (d / kGroup + g) * kWidth * kGroup;
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(step_out), _mm512_castsi512_si256(groups[g]));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(step_out + panel_bytes),
-                          _mm512_extracti64x4_epi64(groups[g], 1));
+      StoreToEightRowPanelPair(groups[g], out + (d / kGroup + g) * kWidth * kGroup, panel_bytes,
+                               true);
     }
   }
   AddRowSums(row_sums, sums);
@@ -220,8 +229,7 @@ template <PackedType kType>
 void PackRowsRequantizing(const std::uint8_t* rows, std::ptrdiff_t stride,
                           const PackRequantization& requantization, int panel_width, int count,
                           int depth, std::int8_t delta, std::uint8_t* out, std::int32_t* sums) {
-  const __m512i delta_bytes = _mm512_set1_epi8(delta);
-  const Requantizer requantize(requantization.scale, requantization.flip);
+  const RequantizingLineReader read(rows, stride, requantization, delta);
   const int padded_depth = RoundUp(depth, kGroup);
   const int padded_rows = RoundUp(count, panel_width);
   const std::ptrdiff_t panel_size = static_cast<std::ptrdiff_t>(panel_width) * padded_depth;
@@ -237,28 +245,15 @@ void PackRowsRequantizing(const std::uint8_t* rows, std::ptrdiff_t stride,
       __m512i groups[16];
       TransposedGroups<kType>(
           [&](int i) {
-            if (i >= present) return _mm512_setzero_si512();
-            const int row = first + i;
-            const __m512i values = requantize(
-                requantize.Load(rows + row * stride + d, in_depth),
-                step.Offsets(requantization.table_plus_one,
-                             requantization.phases + row * requantization.phase_stride, in_depth),
-                in_depth);
-            // The requantized values are zero outside the depth already.
-            return delta == 0 ? values : _mm512_maskz_add_epi8(in_depth, values, delta_bytes);
+            return i < present ? read(first + i, d, step, in_depth) : _mm512_setzero_si512();
           },
           groups, row_sums);
       const int step_groups = std::min(kStep, padded_depth - d) / kGroup;
       for (int g = 0; g < step_groups; ++g) {
         const std::ptrdiff_t group = d / kGroup + g;
         if (panel_width == 8) {
-          std::uint8_t* step_out = panel + group * 8 * kGroup;
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(step_out),
-                              _mm512_castsi512_si256(groups[g]));
-          if (first + 8 < padded_rows) {
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(step_out + panel_size),
-                                _mm512_extracti64x4_epi64(groups[g], 1));
-          }
+          StoreToEightRowPanelPair(groups[g], panel + group * 8 * kGroup, panel_size,
+                                   first + 8 < padded_rows);
         } else {
           _mm512_storeu_si512(panel + (group * panel_width + first % panel_width) * kGroup,
                               groups[g]);

@@ -4,6 +4,7 @@
 #ifndef LOWBIT_INTERNAL_PACK_REQUANTIZE_AVX512_H_
 #define LOWBIT_INTERNAL_PACK_REQUANTIZE_AVX512_H_
 
+#include <cstddef>
 #include <cstdint>
 
 // <immintrin.h> through this header first: without GCC 12's false -Wuninitialized reports.
@@ -89,6 +90,40 @@ class Requantizer {
   __m512i multiplier_;
   bool flips_;
   bool unchanged_;
+};
+
+// The requantizing packers' read of lines along the depth (a row-major lhs, a column-major rhs):
+// a line's 64 values from a depth, requantized and shifted by the packing's `delta`
+// (PackedValueShift), zero outside the depth.
+class RequantizingLineReader {
+ public:
+  RequantizingLineReader(const std::uint8_t* lines, std::ptrdiff_t stride,
+                         const PackRequantization& requantization, std::int8_t delta)
+      : lines_(lines),
+        stride_(stride),
+        requantization_(requantization),
+        requantize_(requantization.scale, requantization.flip),
+        delta_(_mm512_set1_epi8(delta)),
+        shifts_(delta != 0) {}
+
+  // Line `line`'s values from depth `d`, the step of every line from there.
+  __m512i operator()(int line, int d, const SequenceStep& step, __mmask64 in_depth) const {
+    const __m512i values = requantize_(
+        requantize_.Load(lines_ + line * stride_ + d, in_depth),
+        step.Offsets(requantization_.table_plus_one,
+                     requantization_.phases + line * requantization_.phase_stride, in_depth),
+        in_depth);
+    // The requantized values are zero outside the depth already.
+    return shifts_ ? _mm512_maskz_add_epi8(in_depth, values, delta_) : values;
+  }
+
+ private:
+  const std::uint8_t* lines_;
+  std::ptrdiff_t stride_;
+  PackRequantization requantization_;
+  Requantizer requantize_;
+  __m512i delta_;
+  bool shifts_;
 };
 
 }  // namespace internal
