@@ -123,7 +123,7 @@ TEST(ContextTest, AGemmInsideAGemmOnTheSameContextIsAnError) {
     Context context;
     context.set_max_num_threads(threads);
     context.state().cores = std::max(context.state().cores, threads);
-    context.state().thread_choice = internal::ThreadChoice(false);
+    context.state().DisableMeasuredChoices();
     std::mt19937 random(9);
     // Enough work for two threads, so that pool workers run the stage too.
     const Job job(Shape{100, 200, 120}, &random);

@@ -447,18 +447,18 @@ TEST(GemmEntryPointTest, ContextIsReusedAcrossShapesAndSettings) {
 }
 
 // A GEMM that could use threads runs on one where its shape ran faster so
-// (lowbit/internal/driver/thread_choice.h); the pool is created only once a GEMM uses threads.
+// (lowbit/internal/driver/measured_choice.h); the pool is created only once a GEMM uses threads.
 TEST(GemmEntryPointTest, AGemmThatCouldUseThreadsFollowsTheThreadChoice) {
   Context context;
   context.set_max_num_threads(2);
   context.state().cores = 2;
   const int rows = 200, depth = 300, cols = 100;  // 6M multiply-adds: enough for two threads
-  internal::ThreadChoice& choice = context.state().thread_choice;
+  internal::MeasuredChoice& choice = context.state().thread_choice;
   // Tries of threads, then of one thread: threads lose.
   for (const bool threads : {true, false}) {
-    for (int i = 0; i < internal::ThreadChoice::kTryRuns; ++i) {
-      const internal::ThreadChoice::Decision decision = choice.Choose(rows, cols, depth);
-      ASSERT_EQ(decision.threads, threads);
+    for (int i = 0; i < internal::MeasuredChoice::kTryRuns; ++i) {
+      const internal::MeasuredChoice::Decision decision = choice.Choose(rows, cols, depth);
+      ASSERT_EQ(decision.preferred, threads);
       choice.Record(decision, threads ? 1000000000 : 1000, 6e6);
     }
   }

@@ -73,6 +73,21 @@ TEST(BitSerialKernelTest, GemmsOfOneBitOperandsRunThem) {
     EXPECT_NE(&internal::GetKernelImplementation(kernel, 2, 1, 64),
               internal::GetBitSerialKernelImplementation(kernel, 2, 1))
         << KernelName(kernel) << ": 2 x 1 bits, 64 uses";
+    // Where the two are close and trade places with the host's load, the driver times the other
+    // against the rule's pick: AMX, 1 x 1 bits from 256 uses, either way round; nowhere else,
+    // nor for prepacked weights, packed for one of them.
+    const KernelImplementation* timed =
+        internal::GetTimedAlternativeImplementation(kernel, 1, 1, 1024);
+    if (kernel == Kernel::kAmx) {
+      EXPECT_EQ(timed, &internal::GetKernelImplementation(kernel, 1, 1, 256));
+      EXPECT_EQ(internal::GetTimedAlternativeImplementation(kernel, 1, 1, 256), one_bit);
+    } else {
+      EXPECT_EQ(timed, nullptr) << KernelName(kernel);
+    }
+    EXPECT_EQ(internal::GetTimedAlternativeImplementation(kernel, 1, 1, 255), nullptr);
+    EXPECT_EQ(internal::GetTimedAlternativeImplementation(kernel, 1, 1, internal::kUnboundedUses),
+              nullptr);
+    EXPECT_EQ(internal::GetTimedAlternativeImplementation(kernel, 1, 2, 1024), nullptr);
   }
 }
 

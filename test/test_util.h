@@ -126,7 +126,7 @@ struct PathSetting {
 inline void Configure(Context* context, const PathSetting& setting) {
   context->set_kernel(setting.kernel);
   context->set_max_num_threads(setting.threads);
-  context->state().thread_choice = internal::ThreadChoice(false);
+  context->state().DisableMeasuredChoices();
   // Every thread count runs as asked, beyond this machine's cores too: each partitions the work
   // its own way.
   context->state().cores = std::max(context->state().cores, setting.threads);

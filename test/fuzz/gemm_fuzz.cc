@@ -556,7 +556,7 @@ Context& ContextFor(Kernel kernel, int threads, bool tiny_blocks) {
     context->set_max_num_threads(threads);
     if (tiny_blocks) {
       context->state().caches = internal::CacheSizes{256, 2048};
-      context->state().thread_choice = internal::ThreadChoice(false);
+      context->state().DisableMeasuredChoices();
     }
   }
   return *context;

@@ -12,7 +12,7 @@
 #include <mutex>
 
 #include "lowbit/internal/driver/blocking.h"
-#include "lowbit/internal/driver/thread_choice.h"
+#include "lowbit/internal/driver/measured_choice.h"
 #include "lowbit/public/context.h"
 
 namespace lowbit {
@@ -36,7 +36,15 @@ class ContextState {
   // A GEMM uses no more threads than this (UsableCores()): more would only wait for a core. The
   // tests raise it to check the partitioning of every thread count on any machine.
   int cores;
-  ThreadChoice thread_choice;
+  // Timed choices between two ways of running a GEMM (measured_choice.h): threads or one
+  // thread, and, where GetTimedAlternativeImplementation names one, the kernel.
+  MeasuredChoice thread_choice;
+  MeasuredChoice kernel_choice;
+  // Both always take the preferred way: the tests' thread counts and kernels must hold.
+  void DisableMeasuredChoices() {
+    thread_choice = MeasuredChoice(false);
+    kernel_choice = MeasuredChoice(false);
+  }
   BlockingCache blocking;
 
   // A pool of at least `threads` (>= 2) threads, created on first use and re-created only to

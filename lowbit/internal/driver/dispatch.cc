@@ -211,7 +211,8 @@ namespace {
 //   64 rows, 1.0x at 256^3, 1.1x to 1.3x above.
 // - AMX: the tile's 16384 products an instruction against popcounts of 512 bits. 1 x 1 bits:
 //   0.1x to 0.8x up to 64 rows; 0.6x to 1.2x at 256^3, 0.75x to 1.3x at 512^3 and 0.9x to 1.5x at
-//   1024^3 over runs (the tile's speed swings on that host); 1 x 2 bits 0.35x to 0.72x.
+//   1024^3 over runs (the tile's speed swings on that host, so the driver times the two from
+//   256 uses: BitSerialIsTimed); 1 x 2 bits 0.35x to 0.72x.
 // - Prepacked weights, packed once (kUnboundedUses): 1 x 1 bits 1.5x to 4.1x the 8-bit prepacked
 //   GEMM from 1 to 1024 rows with AVX-512 VNNI or AMX (0.98x at 256^3 with AMX), 1 x 2 bits 1.2x
 //   to 3.0x with AVX-512 VNNI; with AMX 3.0x at one row, 1.2x at 8 and 0.65x to 0.8x from 256^3,
@@ -233,11 +234,18 @@ bool BitSerialPays(Kernel kernel, int lhs_bits, int rhs_bits, int uses) {
   }
 }
 
+// Where BitSerialPays is a close call whose answer changes with the host's load: with AMX, 1 x 1
+// bits from 256 uses (0.6x to 1.2x at 256^3, 0.75x to 1.3x at 512^3, 0.74x to 1.5x at 1024^3 over
+// runs). Prepacked weights are packed for one of the two and stay with it.
+bool BitSerialIsTimed(Kernel kernel, int lhs_bits, int rhs_bits, int uses) {
+  return kernel == Kernel::kAmx && lhs_bits == 1 && rhs_bits == 1 && uses >= 256 &&
+         uses != kUnboundedUses;
+}
+
 const KernelImplementation* NarrowImplementation(const KernelEntry& entry, int lhs_bits,
-                                                 int rhs_bits, int uses) {
+                                                 int rhs_bits, bool bit_serial_pays) {
   if (lhs_bits == 8 && rhs_bits == 8) return nullptr;
-  if (entry.bit_serial_implementation != nullptr &&
-      BitSerialPays(entry.kernel, lhs_bits, rhs_bits, uses)) {
+  if (entry.bit_serial_implementation != nullptr && bit_serial_pays) {
     const KernelImplementation* bit_serial = entry.bit_serial_implementation(lhs_bits, rhs_bits);
     if (bit_serial != nullptr) return bit_serial;
   }
@@ -256,15 +264,28 @@ const KernelImplementation* GetBitSerialKernelImplementation(Kernel kernel, int 
 const KernelImplementation& GetKernelImplementation(Kernel kernel, int lhs_bits, int rhs_bits,
                                                     int uses) {
   const KernelEntry& entry = ResolvedEntry(kernel);
-  const KernelImplementation* narrow = NarrowImplementation(entry, lhs_bits, rhs_bits, uses);
+  const KernelImplementation* narrow = NarrowImplementation(
+      entry, lhs_bits, rhs_bits, BitSerialPays(kernel, lhs_bits, rhs_bits, uses));
   return narrow != nullptr ? *narrow : entry.implementation();
+}
+
+const KernelImplementation* GetTimedAlternativeImplementation(Kernel kernel, int lhs_bits,
+                                                              int rhs_bits, int uses) {
+  if (!BitSerialIsTimed(kernel, lhs_bits, rhs_bits, uses) ||
+      GetBitSerialKernelImplementation(kernel, lhs_bits, rhs_bits) == nullptr) {
+    return nullptr;
+  }
+  const KernelEntry& entry = ResolvedEntry(kernel);
+  const KernelImplementation* narrow = NarrowImplementation(
+      entry, lhs_bits, rhs_bits, !BitSerialPays(kernel, lhs_bits, rhs_bits, uses));
+  return narrow != nullptr ? narrow : &entry.implementation();
 }
 
 const KernelImplementation& GetPrepackedRhsKernelImplementation(Kernel kernel, int lhs_bits,
                                                                 int rhs_bits, int lhs_rows) {
   const KernelEntry& entry = ResolvedEntry(kernel);
-  const KernelImplementation* narrow =
-      NarrowImplementation(entry, lhs_bits, rhs_bits, kUnboundedUses);
+  const KernelImplementation* narrow = NarrowImplementation(
+      entry, lhs_bits, rhs_bits, BitSerialPays(kernel, lhs_bits, rhs_bits, kUnboundedUses));
   if (narrow != nullptr) return *narrow;
   if (rhs_bits <= 4 && entry.uint4_weights_implementation != nullptr) {
     return entry.uint4_weights_implementation();

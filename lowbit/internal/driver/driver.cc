@@ -550,6 +550,10 @@ MatrixView AlongItsLength(const MatrixView& result) {
 
 }  // namespace
 
+std::uint32_t KernelChoiceVariant(int lhs_bits, int rhs_bits, bool requantized) {
+  return static_cast<std::uint32_t>((lhs_bits << 5) | (rhs_bits << 1) | (requantized ? 1 : 0));
+}
+
 void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& result_rhs,
              const PackedOperand* packed_rhs, const Offsets& result_lhs_offset,
              const Offsets& result_rhs_offset, const ResultTarget& caller_target,
@@ -573,11 +577,25 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   const Offsets& rhs_offset = transposed ? result_lhs_offset : result_rhs_offset;
   ContextState& state = context.state();
   const Kernel resolved_kernel = context.ResolvedKernel();
-  const KernelImplementation& chosen =
+  const int uses = std::min(lhs.rows, rhs.cols);
+  const KernelImplementation& by_rule =
       packed_rhs != nullptr
           ? GetPrepackedRhsKernelImplementation(resolved_kernel, lhs.bits, rhs.bits, lhs.rows)
-          : GetKernelImplementation(resolved_kernel, lhs.bits, rhs.bits,
-                                    std::min(lhs.rows, rhs.cols));
+          : GetKernelImplementation(resolved_kernel, lhs.bits, rhs.bits, uses);
+  // Where the faster kernel changes with the host's load, the one its shape ran faster with
+  // (MeasuredChoice): requantized operands apart from declared ones, whose packing differs.
+  const KernelImplementation* alternative =
+      packed_rhs != nullptr
+          ? nullptr
+          : GetTimedAlternativeImplementation(resolved_kernel, lhs.bits, rhs.bits, uses);
+  MeasuredChoice::Decision kernel_decision;
+  if (alternative != nullptr) {
+    const bool requantized = narrow != nullptr && (narrow->lhs_requantization != nullptr ||
+                                                   narrow->rhs_requantization != nullptr);
+    kernel_decision = state.kernel_choice.Choose(
+        lhs.rows, rhs.cols, lhs.cols, KernelChoiceVariant(lhs.bits, rhs.bits, requantized));
+  }
+  const KernelImplementation& chosen = kernel_decision.preferred ? by_rule : *alternative;
   const bool unfold =
       packed_rhs != nullptr && chosen.unfold_rhs != nullptr && lhs.rows > kUnfoldRows;
   const KernelImplementation& kernel = unfold ? chosen.unfolded() : chosen;
@@ -590,23 +608,26 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   const int row_panels = (rows + format.lhs_rows - 1) / format.lhs_rows;
   // A thread's share must outweigh handing it over (and, on a busy machine, waiting for a core):
   // at least 16 multiply-adds per byte of L1, about 4 microseconds of the AVX2 kernel's work on a
-  // 32 KiB L1, 1 of the AVX-512 VNNI kernel's on a 48 KiB one; above that, ThreadChoice runs the
-  // GEMM on one thread where its shape ran faster so. Threads beyond the cores the process may
+  // 32 KiB L1, 1 of the AVX-512 VNNI kernel's on a 48 KiB one; above that, the thread choice runs
+  // the GEMM on one thread where its shape ran faster so. Threads beyond the cores the process may
   // run on would only take turns with the others, each turn a scheduler time slice.
   const std::int64_t work = static_cast<std::int64_t>(rows) * cols * std::max(depth, 1);
   int threads = static_cast<int>(std::max<std::int64_t>(
       1, std::min<std::int64_t>({static_cast<std::int64_t>(state.max_num_threads), state.cores,
                                  work / (16 * state.caches.l1_bytes)})));
-  ThreadChoice::Decision thread_decision;
+  MeasuredChoice::Decision thread_decision;
   if (threads > 1) {
-    thread_decision = state.thread_choice.Choose(rows, cols, depth);
-    if (!thread_decision.threads) threads = 1;
+    // Each kernel of a timed choice has its own times on threads and on one.
+    thread_decision =
+        state.thread_choice.Choose(rows, cols, depth, kernel_decision.preferred ? 0 : 1);
+    if (!thread_decision.preferred) threads = 1;
   }
   // Created before the clock starts: the first GEMM on threads pays for creating them, which is
   // no measure of how fast threads run its shape.
   pthreadpool_t pool = threads > 1 ? state.ThreadPool(threads) : nullptr;
-  const auto start = thread_decision.shape_class >= 0 ? std::chrono::steady_clock::now()
-                                                      : std::chrono::steady_clock::time_point();
+  const bool timed = thread_decision.shape_class >= 0 || kernel_decision.shape_class >= 0;
+  const auto start =
+      timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   // Row parts no larger than blocking.rows, as many as a multiple of the thread count where
   // there are enough register tiles, so that every thread gets an equal share; with guided
   // parts (GemmTask::NextTask), the size of the first, largest ones.
@@ -753,12 +774,14 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
                            std::string(rhs_range->name) +
                            "'s declared range that CheckDeclaredRange did not");
   }
-  if (thread_decision.shape_class >= 0) {
-    state.thread_choice.Record(thread_decision,
-                               std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now() - start)
-                                   .count(),
-                               static_cast<double>(work));
+  if (!timed) return;
+  const std::int64_t nanoseconds =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count();
+  state.thread_choice.Record(thread_decision, nanoseconds, static_cast<double>(work));
+  // A try of the other thread count says nothing of the kernel.
+  if (!thread_decision.trial) {
+    state.kernel_choice.Record(kernel_decision, nanoseconds, static_cast<double>(work));
   }
 }
 

@@ -238,6 +238,11 @@ void RunGemm(Context& context, const MatrixView& lhs, const MatrixView& rhs,
              const PackedOperand* packed_rhs, const Offsets& lhs_offset, const Offsets& rhs_offset,
              const ResultTarget& target, const NarrowOperands* narrow = nullptr);
 
+// What keeps GEMMs of one shape apart in a context's timed kernel choice
+// (ContextState::kernel_choice, where GetTimedAlternativeImplementation names a kernel): their bit
+// depths, and whether they requantize, whose packing costs the two kernels differently.
+std::uint32_t KernelChoiceVariant(int lhs_bits, int rhs_bits, bool requantized);
+
 // Packs all of `rhs` (of rhs.bits bits) for `kernel` and an lhs of `lhs_bits` bits. `rhs` must
 // have passed ValidateMatrix.
 PackedOperand PackRhs(Kernel kernel, const MatrixView& rhs, int lhs_bits);

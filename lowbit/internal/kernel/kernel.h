@@ -226,6 +226,12 @@ constexpr int kUnboundedUses = 1 << 30;
 // implementation where it has one, they allow it and it pays for the uses.
 const KernelImplementation& GetKernelImplementation(Kernel kernel, int lhs_bits = 8,
                                                     int rhs_bits = 8, int uses = kUnboundedUses);
+// The implementation GetKernelImplementation passes over for these bit depths and uses where the
+// faster of the two changes with the host's load, so that the driver times both
+// (MeasuredChoice): the bit-serial kernel and the AMX tile for 1 x 1 bits from 256 uses. Null
+// elsewhere.
+const KernelImplementation* GetTimedAlternativeImplementation(Kernel kernel, int lhs_bits,
+                                                              int rhs_bits, int uses);
 // The implementation that packs prepacked weights (PrepackedRhs) for `kernel` and multiplies
 // them with an lhs of `lhs_rows` rows (0 to pack them: every implementation this returns for the
 // same kernel and bit depths reads the same rhs layout): the narrow one for bit depths that have

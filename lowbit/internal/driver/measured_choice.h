@@ -1,8 +1,8 @@
-// Whether a GEMM that could use several threads should, from how fast GEMMs of its shape ran on
-// one thread and on several. Results are the same bits for every thread count, so the choice may
-// follow timing.
-#ifndef LOWBIT_INTERNAL_DRIVER_THREAD_CHOICE_H_
-#define LOWBIT_INTERNAL_DRIVER_THREAD_CHOICE_H_
+// Which of two ways of running a GEMM to take, from how fast GEMMs of its shape ran each way: on
+// one thread or on several, with the bit-serial kernel or the 8-bit tile. Results are the same
+// bits either way, so the choice may follow timing.
+#ifndef LOWBIT_INTERNAL_DRIVER_MEASURED_CHOICE_H_
+#define LOWBIT_INTERNAL_DRIVER_MEASURED_CHOICE_H_
 
 #include <algorithm>
 #include <array>
@@ -15,19 +15,22 @@ namespace internal {
 // of the AVX-512 VNNI kernel ran 36% slower on two threads than on one, 1024^3 ones 1.6x faster,
 // and 256^3 ones anywhere from 9% slower to 1.5x faster as the host's neighbours came and went;
 // with both cores busy a worker whose core another process holds comes a scheduler time slice
-// (milliseconds) late, and two threads ran at a fifth of one thread's speed. No threshold on the
-// work holds for all of these, so each shape class (the rounded-down log2 of rows, columns and
-// depth) keeps the time per multiply-add of its GEMMs on one thread and on threads, and runs on
-// the faster. The slower is tried again once the faster has run for a stretch of kFirstStretch
-// times the slower's last run, then 2, 4, ... times that, up to kMaxStretch, while it keeps
-// losing: at most 1/33 of the time goes to trying the slower, and a change of load is seen within
-// 64 of its runs. The faster's time is a running average in which one run counts at most twice
-// the average, so one preempted run does not flip the choice. The slower's is its last try: the
-// faster of kTryRuns GEMMs in a row, because the first GEMM on one thread after GEMMs on two
-// finds its data in the other core's cache, and ran 40% slower than the next (256^3). A try wins
-// only when faster by kMargin: choices within a few percent of each other otherwise swapped at
-// nearly every try, and each swap pays that first slow GEMM.
-class ThreadChoice {
+// (milliseconds) late, and two threads ran at a fifth of one thread's speed. Whether the
+// bit-serial kernel beats the AMX tile swings the same way with how much of the AMX unit other
+// work leaves (doc/performance.md). No threshold on the work holds for all of these, so each
+// shape class (the rounded-down log2 of rows, columns and depth, and the caller's variant) keeps
+// the time per multiply-add of its GEMMs each way, and runs the faster. The preferred way (threads;
+// the kernel a fixed rule picks) is tried first and is the only one when disabled. The slower is
+// tried again once the faster has run for a stretch of kFirstStretch times the slower's last run,
+// then 2, 4, ... times that, up to kMaxStretch, while it keeps losing: at most 1/33 of the time
+// goes to trying the slower, and a change of load is seen within 64 of its runs. The faster's time
+// is a running average in which one run counts at most twice the average, so one preempted run
+// does not flip the choice. The slower's is its last try: the faster of kTryRuns GEMMs in a row,
+// because the first GEMM on one thread after GEMMs on two finds its data in the other core's
+// cache, and ran 40% slower than the next (256^3). A try wins only when faster by kMargin: choices
+// within a few percent of each other otherwise swapped at nearly every try, and each swap pays
+// that first slow GEMM.
+class MeasuredChoice {
  public:
   static constexpr std::int64_t kFirstStretch = 4;
   static constexpr std::int64_t kMaxStretch = 64;
@@ -38,29 +41,32 @@ class ThreadChoice {
   // What Choose decided, to hand back to Record with the GEMM's time.
   struct Decision {
     int shape_class = -1;  // -1: disabled, nothing to record
-    bool threads = true;
+    bool preferred = true;
     bool trial = false;  // a run of a try: of the slower choice, or the first of a choice
   };
 
-  // Disabled, it always chooses threads: the tests' thread counts must hold however busy the
-  // machine running them is.
-  explicit ThreadChoice(bool enabled = true) : enabled_(enabled) {}
+  // Disabled, it always chooses the preferred way: the tests' thread counts and kernels must hold
+  // however busy the machine running them is.
+  explicit MeasuredChoice(bool enabled = true) : enabled_(enabled) {}
 
-  Decision Choose(int rows, int cols, int depth) {
+  // `variant` (below 2^14) separates GEMMs of one shape that run differently, such as operands
+  // of other bit depths.
+  Decision Choose(int rows, int cols, int depth, std::uint32_t variant = 0) {
     if (!enabled_) return Decision{};
-    const std::uint32_t key = (Log2(rows) << 12) | (Log2(cols) << 6) | Log2(depth);
+    const std::uint32_t key =
+        (variant << 18) | (Log2(rows) << 12) | (Log2(cols) << 6) | Log2(depth);
     const int index = static_cast<int>((key * 2654435761u) >> 26) % kShapeClasses;
     ShapeClass& shape = classes_[index];
     if (shape.key != key) shape = ShapeClass{key};
     Decision decision;
     decision.shape_class = index;
     if (shape.nanoseconds_per_mac[1] == 0 || shape.nanoseconds_per_mac[0] == 0) {
-      decision.threads = shape.nanoseconds_per_mac[1] == 0;
+      decision.preferred = shape.nanoseconds_per_mac[1] == 0;
       decision.trial = true;
       return decision;
     }
     decision.trial = shape.owed_nanoseconds <= 0;
-    decision.threads = decision.trial ? !shape.threads_chosen : shape.threads_chosen;
+    decision.preferred = decision.trial ? !shape.preferred_chosen : shape.preferred_chosen;
     return decision;
   }
 
@@ -68,7 +74,7 @@ class ThreadChoice {
   void Record(const Decision& decision, std::int64_t nanoseconds, double macs) {
     if (decision.shape_class < 0) return;
     ShapeClass& shape = classes_[decision.shape_class];
-    const int ran = decision.threads ? 1 : 0;
+    const int ran = decision.preferred ? 1 : 0;
     double per_mac = static_cast<double>(std::max<std::int64_t>(nanoseconds, 1)) / macs;
     double& mine = shape.nanoseconds_per_mac[ran];
     const double other = shape.nanoseconds_per_mac[1 - ran];
@@ -98,11 +104,11 @@ class ThreadChoice {
  private:
   struct ShapeClass {
     std::uint32_t key = ~0u;
-    // [0] one thread, [1] threads; 0 until measured.
+    // [0] the other way, [1] the preferred; 0 until measured.
     double nanoseconds_per_mac[2] = {0, 0};
-    // The choice that runs (threads are tried first, so they stay unless one thread wins), how
-    // long it runs before the other is tried again, and the stretch after the next lost try.
-    bool threads_chosen = true;
+    // The choice that runs (the preferred is tried first, so it stays unless the other wins),
+    // how long it runs before the other is tried again, and the stretch after the next lost try.
+    bool preferred_chosen = true;
     std::int64_t owed_nanoseconds = 0;
     std::int64_t stretch = kFirstStretch;
     // The runs of the try under way so far, and the fastest of them.
@@ -112,7 +118,7 @@ class ThreadChoice {
     // The other choice runs from now; the one it replaces, whose GEMMs take `nanoseconds`, is
     // tried again after the first stretch.
     void Swap(double nanoseconds) {
-      threads_chosen = !threads_chosen;
+      preferred_chosen = !preferred_chosen;
       owed_nanoseconds = kFirstStretch * static_cast<std::int64_t>(nanoseconds);
       stretch = 2 * kFirstStretch;
     }
@@ -134,4 +140,4 @@ class ThreadChoice {
 }  // namespace internal
 }  // namespace lowbit
 
-#endif  // LOWBIT_INTERNAL_DRIVER_THREAD_CHOICE_H_
+#endif  // LOWBIT_INTERNAL_DRIVER_MEASURED_CHOICE_H_
