@@ -666,58 +666,74 @@ TEST_P(DeclaredRangeTest, ShortLhsRhsCheckedAsTheProductReadsIt) {
   CheckShortLhsRanges<std::int8_t>(&context);
 }
 
-// Where the faster kernel changes with the host's load (GetTimedAlternativeImplementation: AMX,
-// 1 x 1 bits from 256 uses), a context's first GEMMs of a shape run the rule's kernel and then
-// the other, both exact, declared and requantized alike, after which the choice has both times
-// and runs the faster without a try. Which kernel ran shows in the scratch it took (bit planes
-// against bytes): each GEMM runs on a fresh context that carries the choice so far.
+// Where the bit-serial kernel and the other are a close call (GetTimedAlternativeImplementation),
+// a context's first GEMMs of a shape run the rule's kernel and then the other, both exact,
+// declared and requantized alike, after which the choice has both times and runs the faster
+// without a try. Which kernel ran shows in the scratch it took (bit planes against bytes or int16
+// pairs): each GEMM runs on a fresh context that carries the choice so far.
 TEST(BitDepthTest, TimedKernelChoiceRunsBothKernelsExactly) {
-  const std::vector<Kernel> kernels = AvailableKernels();
-  if (std::find(kernels.begin(), kernels.end(), Kernel::kAmx) == kernels.end() ||
-      internal::GetTimedAlternativeImplementation(Kernel::kAmx, 1, 1, 256) == nullptr) {
-    GTEST_SKIP() << "no AMX kernel with a timed bit-serial alternative on this CPU";
-  }
-  std::mt19937 random(23);
-  const int rows = 256, depth = 70, cols = 260;
-  OwnedMatrix<std::uint8_t> lhs(rows, depth, Order::kRowMajor, 0, &random);
-  OwnedMatrix<std::uint8_t> rhs(depth, cols, Order::kColMajor, 0, &random);
-  FillDeclared(&lhs, 1, &random);
-  FillDeclared(&rhs, 1, &random);
-  const auto exact = ReferenceAccumulators(lhs.const_map(), rhs.const_map(), -1, 2);
-  for (const BitDepthMode mode : {BitDepthMode::kDeclaredRange, BitDepthMode::kRequantize}) {
-    const BitDepthParams params{1, 1, BitDepthRounding::kXorshift, 3, mode};
-    // The rule's kernel alone, for the requantized GEMM's bits and the rule's scratch.
-    Context fixed;
-    fixed.set_kernel(Kernel::kAmx);
-    fixed.state().DisableMeasuredChoices();
-    OwnedMatrix<std::int32_t> expected(rows, cols, Order::kRowMajor, 0, &random);
-    Gemm(&fixed, lhs.const_map(), rhs.const_map(), &expected.map, -1, 2, params);
-    if (mode == BitDepthMode::kDeclaredRange) {
-      for (int i = 0; i < rows * cols; ++i) ASSERT_EQ(expected.storage[i], exact[i]) << i;
-    }
-    const std::uint32_t variant =
-        internal::KernelChoiceVariant(1, 1, mode == BitDepthMode::kRequantize);
-    internal::MeasuredChoice choice;
-    for (const bool rule : {true, false}) {
-      for (int i = 0; i < internal::MeasuredChoice::kTryRuns; ++i) {
-        const internal::MeasuredChoice::Decision decision =
-            choice.Choose(rows, cols, depth, variant);
-        ASSERT_TRUE(decision.trial);
-        ASSERT_EQ(decision.preferred, rule);
-        Context context;
-        context.set_kernel(Kernel::kAmx);
-        context.state().kernel_choice = choice;
-        OwnedMatrix<std::int32_t> acc(rows, cols, Order::kRowMajor, 0, &random);
-        Gemm(&context, lhs.const_map(), rhs.const_map(), &acc.map, -1, 2, params);
-        for (int j = 0; j < rows * cols; ++j) {
-          ASSERT_EQ(acc.storage[j], expected.storage[j]) << j << (rule ? " rule" : " other");
+  struct TimedCase {
+    int lhs_bits, rhs_bits, uses;
+  };
+  int timed_cases = 0;
+  for (const Kernel kernel : AvailableKernels()) {
+    for (const TimedCase& timed :
+         {TimedCase{1, 1, 16}, TimedCase{1, 1, 256}, TimedCase{1, 2, 64}, TimedCase{2, 1, 256}}) {
+      if (internal::GetTimedAlternativeImplementation(kernel, timed.lhs_bits, timed.rhs_bits,
+                                                      timed.uses) == nullptr) {
+        continue;
+      }
+      ++timed_cases;
+      SCOPED_TRACE(std::string(KernelName(kernel)) + " L" + std::to_string(timed.lhs_bits) + "R" +
+                   std::to_string(timed.rhs_bits) + ", " + std::to_string(timed.uses) + " uses");
+      std::mt19937 random(23);
+      const int rows = timed.uses, cols = timed.uses + 4;
+      // Enough work for the driver to time the kernel.
+      const int depth = static_cast<int>(
+          std::max<std::int64_t>(70, internal::kTimedKernelMinWork / (rows * cols) + 1));
+      OwnedMatrix<std::uint8_t> lhs(rows, depth, Order::kRowMajor, 0, &random);
+      OwnedMatrix<std::uint8_t> rhs(depth, cols, Order::kColMajor, 0, &random);
+      FillDeclared(&lhs, timed.lhs_bits, &random);
+      FillDeclared(&rhs, timed.rhs_bits, &random);
+      const auto exact = ReferenceAccumulators(lhs.const_map(), rhs.const_map(), -1, 2);
+      for (const BitDepthMode mode : {BitDepthMode::kDeclaredRange, BitDepthMode::kRequantize}) {
+        const BitDepthParams params{timed.lhs_bits, timed.rhs_bits, BitDepthRounding::kXorshift, 3,
+                                    mode};
+        // The rule's kernel alone, for the requantized GEMM's bits and the rule's scratch.
+        Context fixed;
+        fixed.set_kernel(kernel);
+        fixed.state().DisableMeasuredChoices();
+        OwnedMatrix<std::int32_t> expected(rows, cols, Order::kRowMajor, 0, &random);
+        Gemm(&fixed, lhs.const_map(), rhs.const_map(), &expected.map, -1, 2, params);
+        if (mode == BitDepthMode::kDeclaredRange) {
+          for (int i = 0; i < rows * cols; ++i) ASSERT_EQ(expected.storage[i], exact[i]) << i;
         }
-        EXPECT_EQ(context.state().ScratchBytes() == fixed.state().ScratchBytes(), rule);
-        choice = context.state().kernel_choice;
+        const std::uint32_t variant = internal::KernelChoiceVariant(
+            timed.lhs_bits, timed.rhs_bits, mode == BitDepthMode::kRequantize);
+        internal::MeasuredChoice choice;
+        for (const bool rule : {true, false}) {
+          for (int i = 0; i < internal::MeasuredChoice::kTryRuns; ++i) {
+            const internal::MeasuredChoice::Decision decision =
+                choice.Choose(rows, cols, depth, variant);
+            ASSERT_TRUE(decision.trial);
+            ASSERT_EQ(decision.preferred, rule);
+            Context context;
+            context.set_kernel(kernel);
+            context.state().kernel_choice = choice;
+            OwnedMatrix<std::int32_t> acc(rows, cols, Order::kRowMajor, 0, &random);
+            Gemm(&context, lhs.const_map(), rhs.const_map(), &acc.map, -1, 2, params);
+            for (int j = 0; j < rows * cols; ++j) {
+              ASSERT_EQ(acc.storage[j], expected.storage[j]) << j << (rule ? " rule" : " other");
+            }
+            EXPECT_EQ(context.state().ScratchBytes() == fixed.state().ScratchBytes(), rule);
+            choice = context.state().kernel_choice;
+          }
+        }
+        EXPECT_FALSE(choice.Choose(rows, cols, depth, variant).trial);
       }
     }
-    EXPECT_FALSE(choice.Choose(rows, cols, depth, variant).trial);
   }
+  if (timed_cases == 0) GTEST_SKIP() << "no kernel on this CPU times its bit-serial choice";
 }
 
 // Every rejected BitDepthParams, declared range and prepacked mismatch, with the result

@@ -73,21 +73,42 @@ TEST(BitSerialKernelTest, GemmsOfOneBitOperandsRunThem) {
     EXPECT_NE(&internal::GetKernelImplementation(kernel, 2, 1, 64),
               internal::GetBitSerialKernelImplementation(kernel, 2, 1))
         << KernelName(kernel) << ": 2 x 1 bits, 64 uses";
-    // Where the two are close and trade places with the host's load, the driver times the other
-    // against the rule's pick: AMX, 1 x 1 bits from 256 uses, either way round; nowhere else,
-    // nor for prepacked weights, packed for one of them.
-    const KernelImplementation* timed =
-        internal::GetTimedAlternativeImplementation(kernel, 1, 1, 1024);
-    if (kernel == Kernel::kAmx) {
-      EXPECT_EQ(timed, &internal::GetKernelImplementation(kernel, 1, 1, 256));
-      EXPECT_EQ(internal::GetTimedAlternativeImplementation(kernel, 1, 1, 256), one_bit);
-    } else {
-      EXPECT_EQ(timed, nullptr) << KernelName(kernel);
+    // Where the two are a close call that another host or other load may turn around, the
+    // driver times the other against the rule's pick, either way round (dispatch.cc's
+    // BitSerialIsTimed); never for prepacked weights, packed for one of them.
+    const auto timed = [&](int lhs_bits, int rhs_bits, int uses) {
+      return internal::GetTimedAlternativeImplementation(kernel, lhs_bits, rhs_bits, uses);
+    };
+    // With AVX-512, the tile that runs 1 x 1 bits where bit-serial does not pay (8 uses).
+    const KernelImplementation* one_bit_tile = &internal::GetKernelImplementation(kernel, 1, 1, 8);
+    switch (kernel) {
+      case Kernel::kAvx512Vnni:
+        EXPECT_EQ(timed(1, 1, 16), one_bit);
+        EXPECT_EQ(timed(1, 1, 64), one_bit_tile);
+        EXPECT_EQ(timed(1, 1, 256), nullptr);
+        EXPECT_EQ(timed(1, 2, 64), one_and_two_bits);
+        EXPECT_EQ(timed(1, 2, 1024), &internal::GetKernelImplementation(kernel, 1, 2, 8));
+        EXPECT_EQ(timed(1, 2, 63), nullptr);
+        break;
+      case Kernel::kAmx:
+        EXPECT_EQ(timed(1, 1, 1024), one_bit_tile);
+        EXPECT_EQ(timed(1, 1, 256), one_bit);
+        EXPECT_EQ(timed(1, 1, 255), nullptr);
+        EXPECT_EQ(timed(1, 2, 1024), nullptr);
+        break;
+      case Kernel::kAvx2:
+        EXPECT_EQ(timed(1, 2, 256), one_and_two_bits);
+        EXPECT_EQ(timed(2, 1, 1024), internal::GetBitSerialKernelImplementation(kernel, 2, 1));
+        EXPECT_EQ(timed(1, 2, 255), nullptr);
+        EXPECT_EQ(timed(1, 1, 1024), nullptr);
+        break;
+      default:
+        EXPECT_EQ(timed(1, 1, 1024), nullptr) << KernelName(kernel);
+        EXPECT_EQ(timed(1, 2, 1024), nullptr) << KernelName(kernel);
     }
-    EXPECT_EQ(internal::GetTimedAlternativeImplementation(kernel, 1, 1, 255), nullptr);
-    EXPECT_EQ(internal::GetTimedAlternativeImplementation(kernel, 1, 1, internal::kUnboundedUses),
-              nullptr);
-    EXPECT_EQ(internal::GetTimedAlternativeImplementation(kernel, 1, 2, 1024), nullptr);
+    EXPECT_EQ(timed(1, 1, internal::kUnboundedUses), nullptr);
+    EXPECT_EQ(timed(1, 2, internal::kUnboundedUses), nullptr);
+    EXPECT_EQ(timed(2, 2, 1024), nullptr);
   }
 }
 

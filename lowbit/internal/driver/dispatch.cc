@@ -211,8 +211,7 @@ namespace {
 //   64 rows, 1.0x at 256^3, 1.1x to 1.3x above.
 // - AMX: the tile's 16384 products an instruction against popcounts of 512 bits. 1 x 1 bits:
 //   0.1x to 0.8x up to 64 rows; 0.6x to 1.2x at 256^3, 0.75x to 1.3x at 512^3 and 0.9x to 1.5x at
-//   1024^3 over runs (the tile's speed swings on that host, so the driver times the two from
-//   256 uses: BitSerialIsTimed); 1 x 2 bits 0.35x to 0.72x.
+//   1024^3 over runs (the tile's speed swings on that host); 1 x 2 bits 0.35x to 0.72x.
 // - Prepacked weights, packed once (kUnboundedUses): 1 x 1 bits 1.5x to 4.1x the 8-bit prepacked
 //   GEMM from 1 to 1024 rows with AVX-512 VNNI or AMX (0.98x at 256^3 with AMX), 1 x 2 bits 1.2x
 //   to 3.0x with AVX-512 VNNI; with AMX 3.0x at one row, 1.2x at 8 and 0.65x to 0.8x from 256^3,
@@ -234,12 +233,25 @@ bool BitSerialPays(Kernel kernel, int lhs_bits, int rhs_bits, int uses) {
   }
 }
 
-// Where BitSerialPays is a close call whose answer changes with the host's load: with AMX, 1 x 1
-// bits from 256 uses (0.6x to 1.2x at 256^3, 0.75x to 1.3x at 512^3, 0.74x to 1.5x at 1024^3 over
-// runs). Prepacked weights are packed for one of the two and stay with it.
+// Where BitSerialPays is a close call, one whose answer a host with other instruction costs, or
+// this host under other load, may turn around: the ratios above within about 0.7x to 1.4x, and
+// the AMX ones, which swing with the AMX unit's load (0.6x to 1.2x at 256^3, 0.75x to 1.3x at
+// 512^3, 0.74x to 1.5x at 1024^3 over runs). There the driver times the two (MeasuredChoice).
+// Prepacked weights are packed for one of the two and stay with it.
 bool BitSerialIsTimed(Kernel kernel, int lhs_bits, int rhs_bits, int uses) {
-  return kernel == Kernel::kAmx && lhs_bits == 1 && rhs_bits == 1 && uses >= 256 &&
-         uses != kUnboundedUses;
+  if (uses == kUnboundedUses) return false;
+  const bool one_bit = lhs_bits == 1 && rhs_bits == 1;
+  const bool one_and_two_bits = lhs_bits + rhs_bits == 3;
+  switch (kernel) {
+    case Kernel::kAvx512Vnni:
+      return (one_bit && uses >= 16 && uses < 256) || (one_and_two_bits && uses >= 64);
+    case Kernel::kAmx:
+      return one_bit && uses >= 256;
+    case Kernel::kAvx2:
+      return one_and_two_bits && uses >= 256;
+    default:
+      return false;
+  }
 }
 
 const KernelImplementation* NarrowImplementation(const KernelEntry& entry, int lhs_bits,

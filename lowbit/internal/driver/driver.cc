@@ -582,10 +582,12 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
       packed_rhs != nullptr
           ? GetPrepackedRhsKernelImplementation(resolved_kernel, lhs.bits, rhs.bits, lhs.rows)
           : GetKernelImplementation(resolved_kernel, lhs.bits, rhs.bits, uses);
-  // Where the faster kernel changes with the host's load, the one its shape ran faster with
-  // (MeasuredChoice): requantized operands apart from declared ones, whose packing differs.
+  // Where the faster kernel changes with the host and its load, the one its shape ran faster
+  // with (MeasuredChoice): requantized operands apart from declared ones, whose packing differs.
+  // Not for GEMMs so small that reading the clock would cost a few percent of them.
   const KernelImplementation* alternative =
-      packed_rhs != nullptr
+      packed_rhs != nullptr ||
+              static_cast<std::int64_t>(lhs.rows) * rhs.cols * lhs.cols < kTimedKernelMinWork
           ? nullptr
           : GetTimedAlternativeImplementation(resolved_kernel, lhs.bits, rhs.bits, uses);
   MeasuredChoice::Decision kernel_decision;

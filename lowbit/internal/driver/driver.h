@@ -238,6 +238,10 @@ void RunGemm(Context& context, const MatrixView& lhs, const MatrixView& rhs,
              const PackedOperand* packed_rhs, const Offsets& lhs_offset, const Offsets& rhs_offset,
              const ResultTarget& target, const NarrowOperands* narrow = nullptr);
 
+// The fewest multiply-adds for which the driver times a GEMM's kernel choice (a few microseconds
+// of the narrowest kernels' work; reading the clock twice takes tens of nanoseconds).
+constexpr std::int64_t kTimedKernelMinWork = std::int64_t{1} << 20;
+
 // What keeps GEMMs of one shape apart in a context's timed kernel choice
 // (ContextState::kernel_choice, where GetTimedAlternativeImplementation names a kernel): their bit
 // depths, and whether they requantize, whose packing costs the two kernels differently.

@@ -227,9 +227,10 @@ constexpr int kUnboundedUses = 1 << 30;
 const KernelImplementation& GetKernelImplementation(Kernel kernel, int lhs_bits = 8,
                                                     int rhs_bits = 8, int uses = kUnboundedUses);
 // The implementation GetKernelImplementation passes over for these bit depths and uses where the
-// faster of the two changes with the host's load, so that the driver times both
-// (MeasuredChoice): the bit-serial kernel and the AMX tile for 1 x 1 bits from 256 uses. Null
-// elsewhere.
+// bit-serial kernel and the other one are a close call that another host, or this host under
+// other load, may turn around, so that the driver times both (MeasuredChoice): with AVX-512
+// VNNI, 1 x 1 bits from 16 to 255 uses and 1 x 2 bits from 64; with AMX, 1 x 1 bits from 256;
+// with AVX2, 1 x 2 bits from 256. Null elsewhere.
 const KernelImplementation* GetTimedAlternativeImplementation(Kernel kernel, int lhs_bits,
                                                               int rhs_bits, int uses);
 // The implementation that packs prepacked weights (PrepackedRhs) for `kernel` and multiplies
