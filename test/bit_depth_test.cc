@@ -801,6 +801,35 @@ TEST_F(BitDepthErrorTest, DeclaredValuesOutsideTheirBitDepth) {
   EXPECT_EQ(result_(2, 3), 3 * (-2) + 5 * 3 * 1);
 }
 
+// The up-front check reads a contiguous operand as one run of bytes, in chains of 32-byte vectors
+// and a tail: a value outside the range is found in every chain and in the tail, named with its
+// position, and the result is left untouched.
+TEST(BitDepthCheckTest, AValueOutsideTheRangeIsFoundAnywhereInALargeOperand) {
+  Context context;
+  std::mt19937 random(5);
+  const int rows = 37, depth = 301, cols = 9;  // 11137 lhs bytes: 87 steps of 128 and a tail
+  OwnedMatrix<std::uint8_t> lhs(rows, depth, Order::kRowMajor, 0, &random);
+  OwnedMatrix<std::uint8_t> rhs(depth, cols, Order::kColMajor, 0, &random);
+  FillDeclared(&lhs, 3, &random);
+  FillDeclared(&rhs, 8, &random);
+  const BitDepthParams params{3, 8, BitDepthRounding::kAuto, 0, BitDepthMode::kDeclaredRange};
+  OwnedMatrix<std::int32_t> acc(rows, cols, Order::kRowMajor, 0, &random);
+  const std::vector<std::int32_t> untouched = acc.storage;
+  for (const int index : {0, 31, 32, 63, 64, 95, 96, 127, 128, 5000, 11135, 11136}) {
+    const std::uint8_t kept = lhs.storage[index];
+    lhs.storage[index] = 8;
+    test::ExpectError(
+        [&] { Gemm(&context, lhs.const_map(), rhs.const_map(), &acc.map, 0, 0, params); }, "lhs",
+        "holds 8 at (" + std::to_string(index / depth) + ", " + std::to_string(index % depth) +
+            "), outside [0, 7]");
+    EXPECT_EQ(acc.storage, untouched) << index;
+    lhs.storage[index] = kept;
+  }
+  Gemm(&context, lhs.const_map(), rhs.const_map(), &acc.map, 0, 0, params);
+  const auto exact = ReferenceAccumulators(lhs.const_map(), rhs.const_map(), 0, 0);
+  for (int i = 0; i < rows * cols; ++i) ASSERT_EQ(acc.storage[i], exact[i]) << i;
+}
+
 TEST_F(BitDepthErrorTest, PrepackedRhsWithOtherParams) {
   const BitDepthParams params{7, 5, BitDepthRounding::kXorshift, 4, BitDepthMode::kRequantize};
   const PrepackedRhs narrow(&context_, rhs_, params);
