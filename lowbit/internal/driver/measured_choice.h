@@ -1,5 +1,5 @@
 // Which of two ways of running a GEMM to take, from how fast GEMMs of its shape ran each way: on
-// one thread or on several, with the bit-serial kernel or the 8-bit tile. Results are the same
+// one thread or on several, with the bit-serial kernel or the other one. Results are the same
 // bits either way, so the choice may follow timing.
 #ifndef LOWBIT_INTERNAL_DRIVER_MEASURED_CHOICE_H_
 #define LOWBIT_INTERNAL_DRIVER_MEASURED_CHOICE_H_
@@ -17,7 +17,8 @@ namespace internal {
 // with both cores busy a worker whose core another process holds comes a scheduler time slice
 // (milliseconds) late, and two threads ran at a fifth of one thread's speed. Whether the
 // bit-serial kernel beats the AMX tile swings the same way with how much of the AMX unit other
-// work leaves (doc/performance.md). No threshold on the work holds for all of these, so each
+// work leaves (doc/performance.md), and its close calls against the other kernels measured on
+// one host need not hold on another. No threshold on the work holds for all of these, so each
 // shape class (the rounded-down log2 of rows, columns and depth, and the caller's variant) keeps
 // the time per multiply-add of its GEMMs each way, and runs the faster. The preferred way (threads;
 // the kernel a fixed rule picks) is tried first and is the only one when disabled. The slower is
