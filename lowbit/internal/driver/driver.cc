@@ -577,7 +577,9 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   const Offsets& rhs_offset = transposed ? result_lhs_offset : result_rhs_offset;
   ContextState& state = context.state();
   const Kernel resolved_kernel = context.ResolvedKernel();
-  const int uses = std::min(lhs.rows, rhs.cols);
+  const int rows = lhs.rows, cols = rhs.cols, depth = lhs.cols;
+  const std::int64_t work = static_cast<std::int64_t>(rows) * cols * std::max(depth, 1);
+  const int uses = std::min(rows, cols);
   const KernelImplementation& by_rule =
       packed_rhs != nullptr
           ? GetPrepackedRhsKernelImplementation(resolved_kernel, lhs.bits, rhs.bits, lhs.rows)
@@ -586,8 +588,7 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   // with (MeasuredChoice): requantized operands apart from declared ones, whose packing differs.
   // Not for GEMMs so small that reading the clock would cost a few percent of them.
   const KernelImplementation* alternative =
-      packed_rhs != nullptr ||
-              static_cast<std::int64_t>(lhs.rows) * rhs.cols * lhs.cols < kTimedKernelMinWork
+      packed_rhs != nullptr || work < kTimedKernelMinWork
           ? nullptr
           : GetTimedAlternativeImplementation(resolved_kernel, lhs.bits, rhs.bits, uses);
   MeasuredChoice::Decision kernel_decision;
@@ -595,7 +596,7 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
     const bool requantized = narrow != nullptr && (narrow->lhs_requantization != nullptr ||
                                                    narrow->rhs_requantization != nullptr);
     kernel_decision = state.kernel_choice.Choose(
-        lhs.rows, rhs.cols, lhs.cols, KernelChoiceVariant(lhs.bits, rhs.bits, requantized));
+        rows, cols, depth, KernelChoiceVariant(lhs.bits, rhs.bits, requantized));
   }
   const KernelImplementation& chosen = kernel_decision.preferred ? by_rule : *alternative;
   const bool unfold =
@@ -604,7 +605,6 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   const OutputWriter output_writer =
       target.program != nullptr ? OutputWriterFor(resolved_kernel) : nullptr;
   const KernelFormat& format = kernel.format;
-  const int rows = lhs.rows, cols = rhs.cols, depth = lhs.cols;
   Blocking blocking = state.blocking.For(format, state.caches, rows, cols, depth);
   const int padded_depth = RoundUp(depth, format.depth_group);
   const int row_panels = (rows + format.lhs_rows - 1) / format.lhs_rows;
@@ -613,7 +613,6 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   // 32 KiB L1, 1 of the AVX-512 VNNI kernel's on a 48 KiB one; above that, the thread choice runs
   // the GEMM on one thread where its shape ran faster so. Threads beyond the cores the process may
   // run on would only take turns with the others, each turn a scheduler time slice.
-  const std::int64_t work = static_cast<std::int64_t>(rows) * cols * std::max(depth, 1);
   int threads = static_cast<int>(std::max<std::int64_t>(
       1, std::min<std::int64_t>({static_cast<std::int64_t>(state.max_num_threads), state.cores,
                                  work / (16 * state.caches.l1_bytes)})));
