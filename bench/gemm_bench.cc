@@ -110,17 +110,14 @@ std::vector<Case> CasesOf(const LowbitSetting& setting) {
 void RegisterLowbit() {
   for (const LowbitSetting& setting : LowbitSettings()) {
     RegisterCases(
-        "lowbit", setting.name,
-        [setting](const Case& c) {
-          return SetUpLowbit(setting.kernel, setting.prepack, c,
-                             setting.narrow != nullptr ? &setting.narrow->params : nullptr);
-        },
+        "lowbit", setting.name, [setting](const Case& c) { return SetUpLowbit(setting, c); },
         CasesOf(setting));
   }
   const lowbit::Kernel best = lowbit::AvailableKernels().back();
+  const LowbitSetting best_alone{lowbit::KernelName(best), best, false, nullptr};
   RegisterCases(
-      "lowbit", lowbit::KernelName(best),
-      [best](const Case& c) { return SetUpLowbit(best, false, c); }, OversubscribedCases());
+      "lowbit", best_alone.name, [best_alone](const Case& c) { return SetUpLowbit(best_alone, c); },
+      OversubscribedCases());
 }
 
 }  // namespace

@@ -41,8 +41,7 @@ int main(int argc, char** argv) {
   std::function<void()> gemm;
   for (const lowbit_bench::LowbitSetting& known : lowbit_bench::LowbitSettings()) {
     if (known.name != setting) continue;
-    gemm = lowbit_bench::SetUpLowbit(known.kernel, known.prepack, {shape, 1},
-                                     known.narrow != nullptr ? &known.narrow->params : nullptr);
+    gemm = lowbit_bench::SetUpLowbit(known, {shape, 1});
   }
   if (!gemm) {
     std::fprintf(stderr, "no lowbit setting '%s' on this CPU\n", setting.c_str());

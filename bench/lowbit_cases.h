@@ -14,20 +14,24 @@
 #include <vector>
 
 #include "bench/bench_common.h"
+#include "lowbit/internal/driver/context_state.h"
+#include "lowbit/internal/kernel/kernel.h"
 #include "lowbit/lowbit.h"
 
 namespace lowbit_bench {
 
 // One context per kernel and thread count, kept for the whole run as an engine keeps its own:
 // what a context learns (its pool, its scratch, which shapes threads pay for) carries over from
-// one run of a case to the next, as it does from one call of an engine to the next.
-inline lowbit::Context& EngineContext(lowbit::Kernel kernel, int threads) {
-  static std::map<std::pair<lowbit::Kernel, int>, std::unique_ptr<lowbit::Context>> contexts;
-  std::unique_ptr<lowbit::Context>& context = contexts[{kernel, threads}];
+// one run of a case to the next, as it does from one call of an engine to the next. An `untimed`
+// context learns nothing: it runs the dispatch rule's kernel and thread count for every shape.
+inline lowbit::Context& EngineContext(lowbit::Kernel kernel, int threads, bool untimed) {
+  static std::map<std::tuple<lowbit::Kernel, int, bool>, std::unique_ptr<lowbit::Context>> contexts;
+  std::unique_ptr<lowbit::Context>& context = contexts[{kernel, threads, untimed}];
   if (context == nullptr) {
     context = std::make_unique<lowbit::Context>();
     context->set_kernel(kernel);
     context->set_max_num_threads(threads);
+    if (untimed) context->state().DisableMeasuredChoices();
   }
   return *context;
 }
@@ -112,12 +116,16 @@ inline const std::vector<Case>& MemoryBoundCases() {
 // A lowbit setting of the suite, by its name in the cases (lowbit/<name>/...): a kernel alone
 // (<kernel>), with prepacked weights (<kernel>_prepacked), narrow (<kernel>_<narrow name>), or
 // narrow with prepacked weights (<kernel>_prepacked_<narrow name>: 4-bit weights, and the declared
-// bit depths that may run bit-serially).
+// bit depths that may run bit-serially). The bit depths that may run bit-serially come once more
+// untimed (<kernel>_<narrow name>_untimed): the dispatch rule's kernel alone, without the timed
+// choice between the bit-serial kernel and the other (doc/less-than-8-bit.md, "Timed close
+// calls"), which the same run then measures against the rule.
 struct LowbitSetting {
   std::string name;
   lowbit::Kernel kernel;
   bool prepack;
   const BitDepthSetting* narrow;  // null for 8-bit operands
+  bool untimed = false;
 };
 
 // Every lowbit setting this CPU runs, in the order gemm_bench registers them.
@@ -130,6 +138,10 @@ inline std::vector<LowbitSetting> LowbitSettings() {
     settings.push_back({name + "_prepacked_R4", kernel, true, &kFourBitWeights});
     for (const BitDepthSetting& narrow : kBitDepthSettings) {
       settings.push_back({name + "_" + narrow.name, kernel, false, &narrow});
+      if (MayRunBitSerial(&narrow) &&
+          lowbit::internal::GetBitSerialKernelImplementation(kernel, 1, 1) != nullptr) {
+        settings.push_back({name + "_" + narrow.name + "_untimed", kernel, false, &narrow, true});
+      }
       if (MayRunBitSerial(&narrow) && narrow.params.mode == lowbit::BitDepthMode::kDeclaredRange) {
         settings.push_back({name + "_prepacked_" + narrow.name, kernel, true, &narrow});
       }
@@ -138,12 +150,15 @@ inline std::vector<LowbitSetting> LowbitSettings() {
   return settings;
 }
 
-// With `prepack`, the rhs (the weights) is packed once here, outside the timed calls. With
-// `bit_depth`, the GEMM is narrow; in declared-range mode the lhs is made to fit its bits.
-inline std::function<void()> SetUpLowbit(lowbit::Kernel kernel, bool prepack, const Case& c,
-                                         const lowbit::BitDepthParams* bit_depth = nullptr) {
+// With `prepack`, the rhs (the weights) is packed once here, outside the timed calls. With a
+// narrow setting, the GEMM is narrow; in declared-range mode the lhs is made to fit its bits.
+inline std::function<void()> SetUpLowbit(const LowbitSetting& setting, const Case& c) {
   const Shape& s = c.shape;
-  auto problem = std::make_shared<LowbitProblem>(s, EngineContext(kernel, c.threads));
+  const bool prepack = setting.prepack;
+  const lowbit::BitDepthParams* bit_depth =
+      setting.narrow != nullptr ? &setting.narrow->params : nullptr;
+  auto problem =
+      std::make_shared<LowbitProblem>(s, EngineContext(setting.kernel, c.threads, setting.untimed));
   if (bit_depth != nullptr && bit_depth->mode == lowbit::BitDepthMode::kDeclaredRange) {
     for (std::uint8_t& value : problem->operands.lhs) value >>= 8 - bit_depth->lhs_bits;
     for (std::uint8_t& value : problem->operands.rhs) value >>= 8 - bit_depth->rhs_bits;
