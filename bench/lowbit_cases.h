@@ -116,10 +116,10 @@ inline const std::vector<Case>& MemoryBoundCases() {
 // A lowbit setting of the suite, by its name in the cases (lowbit/<name>/...): a kernel alone
 // (<kernel>), with prepacked weights (<kernel>_prepacked), narrow (<kernel>_<narrow name>), or
 // narrow with prepacked weights (<kernel>_prepacked_<narrow name>: 4-bit weights, and the declared
-// bit depths that may run bit-serially). The bit depths that may run bit-serially come once more
-// untimed (<kernel>_<narrow name>_untimed): the dispatch rule's kernel alone, without the timed
-// choice between the bit-serial kernel and the other (doc/less-than-8-bit.md, "Timed close
-// calls"), which the same run then measures against the rule.
+// bit depths that may run bit-serially). On kernels with bit-serial implementations, the bit
+// depths that may run bit-serially come once more untimed (<kernel>_<narrow name>_untimed): the
+// dispatch rule's kernel alone, without the timed choice between the bit-serial kernel and the
+// other (doc/less-than-8-bit.md, "Timed close calls"), which the same run measures against it.
 struct LowbitSetting {
   std::string name;
   lowbit::Kernel kernel;
