@@ -308,21 +308,29 @@ class Writer {
   static LinesLoop LinesLoopFor(const OutputProgram& program) {
     using Op = OutputOpcode;
     LinesLoop loop = &Writer::WriteLines<kType, false, Owed::kAny>;
-    // Bias; QuantizeDown (after a bias, before a clamp) and a cast; ShiftByPOT and a cast; the
-    // training layer's stochastic ShiftByPOT (after a bias) with a clamp to its bit width and a
-    // cast.
-    (void)(Shape<kType, Op::kAdd>::Select(program, &loop) ||
-           Shape<kType, Op::kScaleByFixedPoint, Op::kClamp>::Select(program, &loop) ||
-           Shape<kType, Op::kAdd, Op::kScaleByFixedPoint, Op::kClamp>::Select(program, &loop) ||
-           Shape<kType, Op::kScaleByFixedPoint, Op::kClamp, Op::kClamp>::Select(program, &loop) ||
-           Shape<kType, Op::kAdd, Op::kScaleByFixedPoint, Op::kClamp, Op::kClamp>::Select(program,
-                                                                                          &loop) ||
-           Shape<kType, Op::kRoundingShiftRight, Op::kClamp>::Select(program, &loop) ||
-           Shape<kType, Op::kAdd, Op::kRoundingShiftRight, Op::kClamp>::Select(program, &loop) ||
-           Shape<kType, Op::kStochasticShiftRight, Op::kClamp, Op::kClamp>::Select(program,
-                                                                                   &loop) ||
-           Shape<kType, Op::kAdd, Op::kStochasticShiftRight, Op::kClamp, Op::kClamp>::Select(
-               program, &loop));
+    // Shapes only where pipelines have them: a narrow result's program ends in its cast (a
+    // clamp), and an int32 result has no cast, so int32 results have a loop only for a bias (raw
+    // accumulators the caller requantizes); an int32 result after a clamp the caller added by
+    // hand runs the generic loop. Each shape is three or four loops, and the writers' loops are
+    // most of the library's compile time.
+    if constexpr (kType == ElementType::kInt32) {
+      (void)Shape<kType, Op::kAdd>::Select(program, &loop);
+    } else {
+      // QuantizeDown (after a bias, before a clamp) and a cast; ShiftByPOT and a cast; the
+      // training layer's stochastic ShiftByPOT (after a bias) with a clamp to its bit width and
+      // a cast.
+      (void)(Shape<kType, Op::kScaleByFixedPoint, Op::kClamp>::Select(program, &loop) ||
+             Shape<kType, Op::kAdd, Op::kScaleByFixedPoint, Op::kClamp>::Select(program, &loop) ||
+             Shape<kType, Op::kScaleByFixedPoint, Op::kClamp, Op::kClamp>::Select(program, &loop) ||
+             Shape<kType, Op::kAdd, Op::kScaleByFixedPoint, Op::kClamp, Op::kClamp>::Select(
+                 program, &loop) ||
+             Shape<kType, Op::kRoundingShiftRight, Op::kClamp>::Select(program, &loop) ||
+             Shape<kType, Op::kAdd, Op::kRoundingShiftRight, Op::kClamp>::Select(program, &loop) ||
+             Shape<kType, Op::kStochasticShiftRight, Op::kClamp, Op::kClamp>::Select(program,
+                                                                                     &loop) ||
+             Shape<kType, Op::kAdd, Op::kStochasticShiftRight, Op::kClamp, Op::kClamp>::Select(
+                 program, &loop));
+    }
     // A layer's requantization (after an optional bias) followed by the quantized add's stage
     // and the cast: a residual block's output, in 8 bits only.
     if constexpr (kType == ElementType::kUint8 || kType == ElementType::kInt8) {
@@ -348,6 +356,16 @@ class Writer {
                     Opcodes<OutputOpcode::kAdd, OutputOpcode::kScaleByFixedPoint,
                             OutputOpcode::kClamp>>::value);
 
+  // Whether the rescale of requantized operands gets its own loop for a shape: the results a
+  // bit-depth experiment reads, 8-bit results of a QuantizeDown and int32 results of a bias. Other
+  // shapes run their loop for anything owed.
+  template <ElementType kType, OutputOpcode... kOpcodes>
+  static constexpr bool kRescaleLoop =
+      ((kType == ElementType::kUint8 || kType == ElementType::kInt8) &&
+       ((kOpcodes == OutputOpcode::kScaleByFixedPoint) || ...)) ||
+      (kType == ElementType::kInt32 &&
+       std::is_same<Opcodes<kOpcodes...>, Opcodes<OutputOpcode::kAdd>>::value);
+
   // A shape's loop for lines whose scale parameters are the same all along each of them; lines
   // whose scale varies along them (per-channel across a row-major result's columns) take the
   // generic loop.
@@ -366,22 +384,21 @@ class Writer {
     // rescale, 101 -> 81 instructions per 16 results of L7R5's pipeline.
     if (terms_.row_part != nullptr) {
       if (rescale_ == nullptr) {
-        if (terms_.sum_factor != 1) {
-          // Own loops only for a quantized layer's output: each is 5 to 10 KiB of code, and one
-          // for every shape and type took 0.6 MiB. The generic loop took 4% longer for L4R4
-          // requantized at 256^3.
-          if constexpr (kScaledTermsLoop<kType, kOpcodes...>) {
-            return WriteLines<kType, true, Owed::kScaledSeparableTerms, kOpcodes...>(
-                sums, line_step, first_line, end_line, first, end);
-          }
-          return WriteLines<kType, true, Owed::kAny, kOpcodes...>(sums, line_step, first_line,
-                                                                  end_line, first, end);
+        if (terms_.sum_factor == 1) {
+          return WriteLines<kType, true, Owed::kSeparableTerms, kOpcodes...>(
+              sums, line_step, first_line, end_line, first, end);
         }
-        return WriteLines<kType, true, Owed::kSeparableTerms, kOpcodes...>(
+        // Own loops only for a quantized layer's output: each is 5 to 10 KiB of code, and one
+        // for every shape and type took 0.6 MiB. The generic loop took 4% longer for L4R4
+        // requantized at 256^3.
+        if constexpr (kScaledTermsLoop<kType, kOpcodes...>) {
+          return WriteLines<kType, true, Owed::kScaledSeparableTerms, kOpcodes...>(
+              sums, line_step, first_line, end_line, first, end);
+        }
+      } else if constexpr (kRescaleLoop<kType, kOpcodes...>) {
+        return WriteLines<kType, true, Owed::kSeparableTermsAndRescale, kOpcodes...>(
             sums, line_step, first_line, end_line, first, end);
       }
-      return WriteLines<kType, true, Owed::kSeparableTermsAndRescale, kOpcodes...>(
-          sums, line_step, first_line, end_line, first, end);
     }
     WriteLines<kType, true, Owed::kAny, kOpcodes...>(sums, line_step, first_line, end_line, first,
                                                      end);
