@@ -16,7 +16,6 @@
 #include "bench/bench_common.h"
 #include "bench/lowbit_cases.h"
 #include "bench/summary_reporter.h"
-#include "lowbit/internal/kernel/kernel.h"
 #include "lowbit/lowbit.h"
 
 namespace lowbit_bench {
@@ -84,13 +83,12 @@ const std::vector<Case>& BitSerialChoiceCases() {
 }
 
 // The narrow settings run on the shapes of their targets only, and those that may run bit-serially
-// on the shapes of that choice, where the kernel has bit-serial implementations on this CPU
-// (AVX-512 ones need VPOPCNTDQ); 8-bit GEMMs on those shapes too, to be measured against, and
-// 8-bit prepacked weights on the 4-bit weights' shapes.
+// on the shapes of that choice, where the kernel has bit-serial implementations on this CPU; 8-bit
+// GEMMs on those shapes too, to be measured against, and 8-bit prepacked weights on the 4-bit
+// weights' shapes.
 std::vector<Case> CasesOf(const LowbitSetting& setting) {
   if (setting.narrow == &kFourBitWeights) return MemoryBoundCases();
-  const bool bit_serial_choice =
-      lowbit::internal::GetBitSerialKernelImplementation(setting.kernel, 1, 1) != nullptr;
+  const bool bit_serial_choice = HasBitSerialKernels(setting.kernel);
   if (setting.narrow != nullptr && bit_serial_choice && MayRunBitSerial(setting.narrow)) {
     return BitSerialChoiceCases();
   }

@@ -100,6 +100,12 @@ inline bool MayRunBitSerial(const BitDepthSetting* narrow) {
   return narrow != nullptr && narrow->params.lhs_bits + narrow->params.rhs_bits <= 3;
 }
 
+// Whether `kernel` has bit-serial implementations on this CPU (AVX-512 ones need VPOPCNTDQ), which
+// the dispatch may choose for the settings of MayRunBitSerial.
+inline bool HasBitSerialKernels(lowbit::Kernel kernel) {
+  return lowbit::internal::GetBitSerialKernelImplementation(kernel, 1, 1) != nullptr;
+}
+
 // Prepacked weights declared 4-bit, against an 8-bit lhs: the memory-bound matrix-vector target.
 inline const BitDepthSetting kFourBitWeights = {
     "R4",
@@ -138,11 +144,11 @@ inline std::vector<LowbitSetting> LowbitSettings() {
     settings.push_back({name + "_prepacked_R4", kernel, true, &kFourBitWeights});
     for (const BitDepthSetting& narrow : kBitDepthSettings) {
       settings.push_back({name + "_" + narrow.name, kernel, false, &narrow});
-      if (MayRunBitSerial(&narrow) &&
-          lowbit::internal::GetBitSerialKernelImplementation(kernel, 1, 1) != nullptr) {
+      if (!MayRunBitSerial(&narrow)) continue;
+      if (HasBitSerialKernels(kernel)) {
         settings.push_back({name + "_" + narrow.name + "_untimed", kernel, false, &narrow, true});
       }
-      if (MayRunBitSerial(&narrow) && narrow.params.mode == lowbit::BitDepthMode::kDeclaredRange) {
+      if (narrow.params.mode == lowbit::BitDepthMode::kDeclaredRange) {
         settings.push_back({name + "_prepacked_" + narrow.name, kernel, true, &narrow});
       }
     }
