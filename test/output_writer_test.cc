@@ -360,6 +360,21 @@ TEST(OutputWriterTest, RescaleMatchesTheScalarPath) {
                     VectorMap<const std::int32_t>(shifts.data(), kLines), -7, ChannelAxis::kCol},
                 OutputStageSaturatingCastToInt8{}),
             19, length, &rescale);
+        // Shapes without a loop of their own for the rescale (int16 results, the training
+        // layer's stochastic shift) run their loop for anything owed; int32 results after a
+        // clamp run the generic loop.
+        CheckWriter(kernel_writer.writer,
+                    std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 9, 100},
+                                    OutputStageSaturatingCastToInt16{}),
+                    length, 17, &rescale);
+        CheckWriter(kernel_writer.writer,
+                    std::make_tuple(OutputStageShiftByPOT{-12, Rounding::kStochastic, 5},
+                                    OutputStageClamp{-100, 100}, OutputStageSaturatingCastToInt8{}),
+                    17, length, &rescale);
+        CheckWriter(kernel_writer.writer,
+                    std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 9, 100},
+                                    OutputStageClamp{-1000, 1000}),
+                    length, 17, &rescale);
       }
     }
   }
