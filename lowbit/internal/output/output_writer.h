@@ -311,7 +311,7 @@ class Writer {
     // Shapes only where pipelines have them: a narrow result's program ends in its cast (a
     // clamp), and an int32 result has no cast, so int32 results have a loop only for a bias (raw
     // accumulators the caller requantizes); an int32 result after a clamp the caller added by
-    // hand runs the generic loop. Each shape is three or four loops, and the writers' loops are
+    // hand runs the generic loop. Each shape is two to four loops, and the writers' loops are
     // most of the library's compile time.
     if constexpr (kType == ElementType::kInt32) {
       (void)Shape<kType, Op::kAdd>::Select(program, &loop);
