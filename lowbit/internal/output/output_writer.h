@@ -333,7 +333,7 @@ class Writer {
     }
     // A layer's requantization (after an optional bias) followed by the quantized add's stage
     // and the cast: a residual block's output, in 8 bits only.
-    if constexpr (kType == ElementType::kUint8 || kType == ElementType::kInt8) {
+    if constexpr (kSizeOf<kType> == 1) {
       (void)(Shape<kType, Op::kScaleByFixedPoint, Op::kClamp, Op::kAlignedSum,
                    Op::kScaleByFixedPoint, Op::kClamp, Op::kClamp>::Select(program, &loop) ||
              Shape<kType, Op::kAdd, Op::kScaleByFixedPoint, Op::kClamp, Op::kAlignedSum,
@@ -349,7 +349,7 @@ class Writer {
   // results of a QuantizeDown, after an optional bias.
   template <ElementType kType, OutputOpcode... kOpcodes>
   static constexpr bool kScaledTermsLoop =
-      (kType == ElementType::kUint8 || kType == ElementType::kInt8) &&
+      kSizeOf<kType> == 1 &&
       (std::is_same<Opcodes<kOpcodes...>,
                     Opcodes<OutputOpcode::kScaleByFixedPoint, OutputOpcode::kClamp>>::value ||
        std::is_same<Opcodes<kOpcodes...>,
@@ -361,8 +361,7 @@ class Writer {
   // shapes run their loop for anything owed.
   template <ElementType kType, OutputOpcode... kOpcodes>
   static constexpr bool kRescaleLoop =
-      ((kType == ElementType::kUint8 || kType == ElementType::kInt8) &&
-       ((kOpcodes == OutputOpcode::kScaleByFixedPoint) || ...)) ||
+      (kSizeOf<kType> == 1 && ((kOpcodes == OutputOpcode::kScaleByFixedPoint) || ...)) ||
       (kType == ElementType::kInt32 &&
        std::is_same<Opcodes<kOpcodes...>, Opcodes<OutputOpcode::kAdd>>::value);
 
