@@ -139,13 +139,14 @@ inline std::vector<LowbitSetting> LowbitSettings() {
   std::vector<LowbitSetting> settings;
   for (lowbit::Kernel kernel : lowbit::AvailableKernels()) {
     const std::string name = lowbit::KernelName(kernel);
+    const bool has_bit_serial_kernels = HasBitSerialKernels(kernel);
     settings.push_back({name, kernel, false, nullptr});
     settings.push_back({name + "_prepacked", kernel, true, nullptr});
     settings.push_back({name + "_prepacked_R4", kernel, true, &kFourBitWeights});
     for (const BitDepthSetting& narrow : kBitDepthSettings) {
       settings.push_back({name + "_" + narrow.name, kernel, false, &narrow});
       if (!MayRunBitSerial(&narrow)) continue;
-      if (HasBitSerialKernels(kernel)) {
+      if (has_bit_serial_kernels) {
         settings.push_back({name + "_" + narrow.name + "_untimed", kernel, false, &narrow, true});
       }
       if (narrow.params.mode == lowbit::BitDepthMode::kDeclaredRange) {
