@@ -43,13 +43,15 @@ std::vector<std::int32_t> EdgeValues() {
 // as two products, and separable into row and column parts.
 // With `rescale` (sums of requantized operands), the scalar side rescales each sum with the
 // scalar path's RescaleBlock before Eval.
+// `values`: the accumulators to cycle through instead of the edge values.
 template <typename Pipeline>
 void CheckWriter(internal::OutputWriter writer, const Pipeline& pipeline, int rows, int cols,
-                 const internal::Rescale* rescale = nullptr) {
+                 const internal::Rescale* rescale = nullptr,
+                 const std::vector<std::int32_t>& accumulators = {}) {
   using Result = typename meta::PipelineOutput<Pipeline>::type;
   internal::OutputProgram program;
   ASSERT_TRUE(meta::CompileOutputProgram(pipeline, &program));
-  const std::vector<std::int32_t> values = EdgeValues();
+  const std::vector<std::int32_t> values = accumulators.empty() ? EdgeValues() : accumulators;
   std::vector<std::int32_t> acc(static_cast<std::size_t>(rows) * cols);
   for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = values[(i * 7) % values.size()];
   std::mt19937 random(static_cast<std::uint32_t>(rows * 131 + cols));
@@ -421,6 +423,116 @@ TEST(OutputWriterTest, EightBitResultsOfLargeBlocksMatchScalarEval) {
                   std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 9, 100},
                                   OutputStageSaturatingCastToUint8{}),
                   rows, cols, &rescale);
+    }
+  }
+}
+
+// A QuantizeDown that a clamp to bytes follows runs in float on the AVX-512 writer
+// (output_avx512.cc's ByteScale), exact only by its error bound and the rounding boundaries it
+// sends to the exact arithmetic: accumulators a few units from every boundary that a result
+// within 3 of the clamp's range has, for x M >= 0 and x M < 0 (whose boundaries the rounding
+// away from zero moves), with multipliers of 1 to 31 significant bits, and shifts and offsets
+// at and beyond the float form's limits.
+TEST(OutputWriterTest, ScaleBeforeAByteClampMatchesScalarEvalAtEveryRoundingBoundary) {
+  struct Scale {
+    std::int32_t multiplier;
+    int shift;
+    std::int32_t offset;
+  };
+  const Scale scales[] = {{1 << 30, 15, 128},
+                          {1518500250, 8, -128},
+                          {2147483647, 31, 255},
+                          {1234567891, 11, 0},
+                          {1, 9, 7},
+                          {1518500250, 12, -256},
+                          {1518500250, 7, 3},
+                          {1518500250, 20, 257},
+                          {1073741825, 10, 256}};
+  for (const Scale& scale : scales) {
+    SCOPED_TRACE(std::to_string(scale.multiplier) + " >> " + std::to_string(scale.shift) + " + " +
+                 std::to_string(scale.offset));
+    std::vector<std::int32_t> values;
+    const int exponent = 31 + scale.shift;
+    for (std::int64_t result = -131; result <= 258; ++result) {
+      for (int negative = 0; negative <= 1; ++negative) {
+        // The smallest x whose x M + nudge reaches (result - offset) 2^(31+e).
+        const __int128 nudge = (__int128{1} << 30) + (__int128{1} << (30 + scale.shift)) -
+                               (negative ? (__int128{1} << 31) : 0);
+        const __int128 target = (__int128{result - scale.offset} << exponent) - nudge;
+        __int128 boundary = target / scale.multiplier;
+        if (boundary * scale.multiplier < target) ++boundary;
+        for (int step = -2; step <= 2; ++step) {
+          const __int128 x = boundary + step;
+          if (x >= std::numeric_limits<std::int32_t>::min() &&
+              x <= std::numeric_limits<std::int32_t>::max()) {
+            values.push_back(static_cast<std::int32_t>(x));
+          }
+        }
+      }
+    }
+    const std::vector<std::int32_t> edges = EdgeValues();
+    values.insert(values.end(), edges.begin(), edges.end());
+    // CheckWriter takes every 7th value, cyclically: all of them when 7 does not divide the count.
+    if (values.size() % 7 == 0) values.push_back(0);
+    const OutputStageQuantizeDownInt32ByFixedPoint quantize_down{scale.multiplier, scale.shift,
+                                                                 scale.offset};
+    for (const KernelWriter& kernel_writer : Writers()) {
+      SCOPED_TRACE(KernelName(kernel_writer.kernel));
+      const int cols = static_cast<int>(values.size() + 60) / 61;
+      CheckWriter(kernel_writer.writer,
+                  std::make_tuple(quantize_down, OutputStageSaturatingCastToUint8{}), 61, cols,
+                  nullptr, values);
+      CheckWriter(kernel_writer.writer,
+                  std::make_tuple(quantize_down, OutputStageSaturatingCastToInt8{}), 61, cols,
+                  nullptr, values);
+      CheckWriter(kernel_writer.writer,
+                  std::make_tuple(quantize_down, OutputStageClamp{10, 200},
+                                  OutputStageSaturatingCastToUint8{}),
+                  61, cols, nullptr, values);
+      CheckWriter(kernel_writer.writer,
+                  std::make_tuple(quantize_down, OutputStageSaturatingCastToInt16{}), 61, cols,
+                  nullptr, values);
+    }
+  }
+}
+
+// The same, exhaustively: every accumulator whose result is within 3 of a uint8 or int8 cast's
+// range, for multipliers of 31 significant bits (whose float form rounds) and shifts whose
+// windows the float form widens most and least. Between two rounding boundaries a few units
+// apart (above) the float form's error cannot show; here every boundary's nearest accumulators,
+// however close their quotient comes to it, are checked.
+TEST(OutputWriterTest, ScaleBeforeAByteClampMatchesScalarEvalOnEveryAccumulatorItDecides) {
+  for (const auto& [multiplier, shift, offset] :
+       std::vector<std::tuple<std::int32_t, int, std::int32_t>>{
+           {1518500250, 9, 128}, {2045123457, 13, -3}, {1234567891, 12, 255}}) {
+    SCOPED_TRACE(std::to_string(multiplier) + " >> " + std::to_string(shift) + " + " +
+                 std::to_string(offset));
+    const __int128 unit = __int128{1} << (31 + shift);
+    const auto first_reaching = [&](std::int64_t result) {
+      const __int128 target = (result - offset) * unit;
+      return static_cast<std::int32_t>(target / multiplier);
+    };
+    const std::int32_t first = first_reaching(-132) - 1, last = first_reaching(260) + 1;
+    std::vector<std::int32_t> acc;
+    for (std::int64_t x = first; x <= last; ++x) acc.push_back(static_cast<std::int32_t>(x));
+    const int count = static_cast<int>(acc.size());
+    const OutputStageQuantizeDownInt32ByFixedPoint quantize_down{multiplier, shift, offset};
+    for (const KernelWriter& kernel_writer : Writers()) {
+      SCOPED_TRACE(KernelName(kernel_writer.kernel));
+      const auto check = [&](const auto& pipeline) {
+        using Result = typename meta::PipelineOutput<std::decay_t<decltype(pipeline)>>::type;
+        internal::OutputProgram program;
+        ASSERT_TRUE(meta::CompileOutputProgram(pipeline, &program));
+        std::vector<Result> out(acc.size());
+        MatrixMap<Result> out_map(out.data(), 1, count, Order::kRowMajor);
+        kernel_writer.writer(program, {0, 0, 1, count, acc.data(), count, 1}, {}, nullptr,
+                             internal::ViewOf(out_map));
+        for (int i = 0; i < count; ++i) {
+          ASSERT_EQ(out[i], meta::EvalPipeline(pipeline, acc[i], 0, i)) << "acc " << acc[i];
+        }
+      };
+      check(std::make_tuple(quantize_down, OutputStageSaturatingCastToUint8{}));
+      check(std::make_tuple(quantize_down, OutputStageSaturatingCastToInt8{}));
     }
   }
 }

@@ -34,7 +34,33 @@ namespace output_writer {
 //   static Raw RescaleLanes(Raw sums, double line_a, double line_b, const double* along_a,
 //                      const double* along_b, double reciprocal);
 // Min and Max are not fixedpoint primitives: only clamping and the split of an exponent into
-// its shifts need them.
+// its shifts need them. An Isa may also supply
+//   class ByteScale;  // a kScaleByFixedPoint whose results a clamp to bytes takes next
+// constructed as ByteScale(multiplier, right_shift, offset), with usable() and
+// operator()(Raw v, const fixedpoint::QuantizeDownScale<Raw>& exact): the scale's exact results
+// wherever the clamp that follows it keeps them, in fewer instructions (output_avx512.cc).
+
+// The ByteScale of an Isa without one: never usable.
+struct NoByteScale {
+  NoByteScale(std::int32_t, int, std::int32_t) {}
+  bool usable() const { return false; }
+};
+template <typename Isa, typename = void>
+struct ByteScaleOf {
+  using type = NoByteScale;
+};
+template <typename Isa>
+struct ByteScaleOf<Isa, std::void_t<typename Isa::ByteScale>> {
+  using type = typename Isa::ByteScale;
+};
+
+// Whether `instruction` clamps to a range within [-128, 255]. Its result is then the same for
+// an input that errs by less than 1 where the exact input is in [-129, 256], and for one on the
+// same side of that interval as the exact input elsewhere: what ByteScale's results rely on.
+inline bool ClampsToBytes(const OutputInstruction* instruction) {
+  return instruction != nullptr && instruction->opcode == OutputOpcode::kClamp &&
+         instruction->offset >= -128 && instruction->limit <= 255;
+}
 
 template <typename Isa>
 inline __attribute__((always_inline)) typename Isa::Raw LoadPartial(const std::int32_t* values,
@@ -128,6 +154,10 @@ struct LineInstruction {
   // pipeline). Unused otherwise.
   int scale_left_shift = 0;
   fixedpoint::QuantizeDownScale<Raw> scale{fixedpoint::Dup<Raw>(0), 0, fixedpoint::Dup<Raw>(0)};
+  // The same scale where a clamp to bytes takes its results next (ClampsToBytes), if the Isa has
+  // a faster form for that and the scale's parameters allow it; unusable otherwise.
+  bool clamped_to_bytes = false;
+  typename ByteScaleOf<Isa>::type byte_scale{0, 0, 0};
   // A kStochasticShiftRight's line: whether it runs along a result row, the coordinate that
   // varies along it at its first entry (the column of a row, the row of a column), and the
   // hash's part from the coordinate that stays (a row's key, or kColStep * column). Its random
@@ -148,7 +178,8 @@ struct LineInstruction {
   bool aligned_varies = false;
   std::int32_t aligned_values[6] = {};
 
-  static LineInstruction For(const OutputInstruction& instruction) {
+  // `next`: the program's next instruction, or null.
+  static LineInstruction For(const OutputInstruction& instruction, const OutputInstruction* next) {
     LineInstruction line{&instruction,
                          instruction.first.per_channel != nullptr ||
                              instruction.second.per_channel != nullptr ||
@@ -158,6 +189,7 @@ struct LineInstruction {
                          LineParameter<Isa>::For(instruction.second, 0, 0, true),
                          fixedpoint::Dup<Raw>(instruction.offset),
                          fixedpoint::Dup<Raw>(instruction.limit)};
+    line.clamped_to_bytes = ClampsToBytes(next);
     line.PrepareScale();
     return line;
   }
@@ -206,6 +238,11 @@ struct LineInstruction {
     scale_left_shift = exponent > 0 ? exponent : 0;
     scale =
         fixedpoint::QuantizeDownScale<Raw>(first.broadcast, exponent < 0 ? -exponent : 0, offset);
+    // Per line where the parameters are per line: a line may not allow what the last one did.
+    if (clamped_to_bytes) {
+      byte_scale = typename ByteScaleOf<Isa>::type(first.value, exponent < 0 ? -exponent : 0,
+                                                   instruction->offset);
+    }
   }
 
   // What the stage's scalar Eval computes (lowbit/internal/output/output_program.h), with the same
@@ -282,6 +319,12 @@ struct LineInstruction {
       for (int j = 0; j < kBatch; ++j) v[j] = fixedpoint::Add(v[j], lanes(first, j));
     } else if constexpr (kOpcode == OutputOpcode::kScaleByFixedPoint) {
       if (kUniformScale || (first.along == nullptr && second.along == nullptr)) {
+        if constexpr (!std::is_same_v<typename ByteScaleOf<Isa>::type, NoByteScale>) {
+          if (byte_scale.usable()) {
+            for (int j = 0; j < kBatch; ++j) v[j] = byte_scale(v[j], scale);
+            return;
+          }
+        }
         // Most scales have no left shift; skipping it spares the shift port, which the scale's
         // own shifts keep busy.
         if (scale_left_shift != 0) {

@@ -115,8 +115,8 @@ class Writer {
         size_(ElementSize(type)),
         count_(program.count) {
     for (int k = 0; k < count_; ++k) {
-      new (&instructions_[k].value)
-          LineInstruction<Isa>(LineInstruction<Isa>::For(program.instructions[k]));
+      new (&instructions_[k].value) LineInstruction<Isa>(LineInstruction<Isa>::For(
+          program.instructions[k], k + 1 < count_ ? &program.instructions[k + 1] : nullptr));
     }
     switch (type) {
       case ElementType::kUint8:
