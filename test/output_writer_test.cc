@@ -4,6 +4,7 @@
 // and the quantized add's stage, which reads a residual matrix.
 #include <gtest/gtest.h>
 
+#include <cfenv>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -498,9 +499,9 @@ TEST(OutputWriterTest, ScaleBeforeAByteClampMatchesScalarEvalAtEveryRoundingBoun
 
 // The same, exhaustively: every accumulator whose result is within 3 of a uint8 or int8 cast's
 // range, for multipliers of 31 significant bits (whose float form rounds) and shifts whose
-// windows the float form widens most and least. Between two rounding boundaries a few units
-// apart (above) the float form's error cannot show; here every boundary's nearest accumulators,
-// however close their quotient comes to it, are checked.
+// windows the float form widens most and least, under every rounding mode. Between two rounding
+// boundaries a few units apart (above) the float form's error cannot show; here every boundary's
+// nearest accumulators, however close their quotient comes to it, are checked.
 TEST(OutputWriterTest, ScaleBeforeAByteClampMatchesScalarEvalOnEveryAccumulatorItDecides) {
   for (const auto& [multiplier, shift, offset] :
        std::vector<std::tuple<std::int32_t, int, std::int32_t>>{
@@ -519,16 +520,22 @@ TEST(OutputWriterTest, ScaleBeforeAByteClampMatchesScalarEvalOnEveryAccumulatorI
     const OutputStageQuantizeDownInt32ByFixedPoint quantize_down{multiplier, shift, offset};
     for (const KernelWriter& kernel_writer : Writers()) {
       SCOPED_TRACE(KernelName(kernel_writer.kernel));
+      // Under each rounding mode a caller may have set: the float form must not depend on it.
       const auto check = [&](const auto& pipeline) {
         using Result = typename meta::PipelineOutput<std::decay_t<decltype(pipeline)>>::type;
         internal::OutputProgram program;
         ASSERT_TRUE(meta::CompileOutputProgram(pipeline, &program));
-        std::vector<Result> out(acc.size());
-        MatrixMap<Result> out_map(out.data(), 1, count, Order::kRowMajor);
-        kernel_writer.writer(program, {0, 0, 1, count, acc.data(), count, 1}, {}, nullptr,
-                             internal::ViewOf(out_map));
-        for (int i = 0; i < count; ++i) {
-          ASSERT_EQ(out[i], meta::EvalPipeline(pipeline, acc[i], 0, i)) << "acc " << acc[i];
+        for (int rounding : {FE_TONEAREST, FE_DOWNWARD, FE_UPWARD, FE_TOWARDZERO}) {
+          SCOPED_TRACE("rounding mode " + std::to_string(rounding));
+          std::vector<Result> out(acc.size());
+          MatrixMap<Result> out_map(out.data(), 1, count, Order::kRowMajor);
+          ASSERT_EQ(std::fesetround(rounding), 0);
+          kernel_writer.writer(program, {0, 0, 1, count, acc.data(), count, 1}, {}, nullptr,
+                               internal::ViewOf(out_map));
+          std::fesetround(FE_TONEAREST);
+          for (int i = 0; i < count; ++i) {
+            ASSERT_EQ(out[i], meta::EvalPipeline(pipeline, acc[i], 0, i)) << "acc " << acc[i];
+          }
         }
       };
       check(std::make_tuple(quantize_down, OutputStageSaturatingCastToUint8{}));

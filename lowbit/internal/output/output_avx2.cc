@@ -26,6 +26,38 @@ struct Avx2 {
   static Raw Min(Raw a, Raw b) { return {_mm256_min_epi32(a.v, b.v)}; }
   static Raw Max(Raw a, Raw b) { return {_mm256_max_epi32(a.v, b.v)}; }
 
+  // ByteScaleConstants' scale (output_line.h) on 8 lanes. AVX2 rounds as MXCSR says: usable only
+  // while it says to nearest, as it does unless the caller changed it (the writer runs on the
+  // thread it checks this on).
+  class ByteScale {
+   public:
+    ByteScale(std::int32_t multiplier, int right_shift, std::int32_t offset)
+        : constants_(multiplier, right_shift, offset),
+          usable_(constants_.usable && (_mm_getcsr() & _MM_ROUND_MASK) == _MM_ROUND_NEAREST),
+          multiplier_(_mm256_set1_ps(constants_.multiplier)),
+          addend_(_mm256_set1_ps(constants_.addend)),
+          magic_(_mm256_set1_ps(constants_.magic)),
+          window_(_mm256_set1_epi32(constants_.window)) {}
+    bool usable() const { return usable_; }
+
+    Raw operator()(Raw x, const fixedpoint::QuantizeDownScale<Raw>& exact) const {
+      const __m256 t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(x.v), multiplier_, addend_);
+      const __m256i u = _mm256_castps_si256(_mm256_add_ps(t, magic_));
+      const __m256i in_window =
+          _mm256_cmpeq_epi32(_mm256_and_si256(u, window_), _mm256_setzero_si256());
+      if (__builtin_expect(!_mm256_testz_si256(in_window, in_window), 0)) return exact(x);
+      return {_mm256_cvttps_epi32(_mm256_floor_ps(t))};
+    }
+
+   private:
+    output_writer::ByteScaleConstants constants_;
+    bool usable_;
+    __m256 multiplier_;
+    __m256 addend_;
+    __m256 magic_;
+    __m256i window_;
+  };
+
   static void Transpose(Raw (&rows)[kLanes]) {
     __m256i pairs[8];  // pairs of rows interleaved, per 128-bit half
     for (int i = 0; i < 8; i += 2) {

@@ -2,7 +2,6 @@
 // lanes at a time, on the AVX-512 fixedpoint back end, for the AVX-512 VNNI kernel. Compiled with
 // -mavx512f -mavx512bw (and the AVX2 flags, which every CPU with AVX-512 has).
 #include <cstdint>
-#include <cstring>
 
 #include "lowbit/fixedpoint/fixedpoint_avx512.h"  // and <immintrin.h>, without GCC 12's false warnings
 #include "lowbit/internal/output/output.h"
@@ -48,43 +47,17 @@ struct Avx512 {
                                eight(_mm512_extracti64x4_epi64(sums.v, 1), 8), 1)};
   }
 
-  // QuantizeDownInt32ByFixedPoint's scale where a clamp to a range within [-128, 255] follows
-  // it, as in every 8-bit pipeline, in float: 5 vector instructions and a test per 16 results
-  // where the exact 64-bit arithmetic takes 13.
-  //
-  // The exact result is floor(V - s 2^-e) (QuantizeDownScale, fixedpoint_avx2.h), with
-  // V = (x M + 2^30 + 2^(30+e)) / 2^(31+e) + offset and s = 1 where x M < 0 (x < 0, as M > 0).
-  // Here t = fma(float(x), float(M / 2^(31+e)), float(c)) for c = V - x M / 2^(31+e) + delta.
-  // Where |V| <= 258 (every value the clamp lets through, and those within 1 of its bounds),
-  // |x M / 2^(31+e)| < 2^10 (|offset| <= 256), so rounding x and the multiplier costs at most
-  // 2^-14 each, c and the fma at most 2^-16 each: |t - (V + delta)| < delta = 2^-12. Let W be
-  // a power of two no less than 2 delta + 2^-e (2^-10 from e = 11 on, 2^-(e-1) below). Where
-  // frac(t) >= W, V and V - 2^-e both lie in (floor(t) + W - 2 delta - 2^-e, t), and floor(t) is
-  // the exact result; the vectors with another lane (each lane about 2 W of the time) take the
-  // exact arithmetic. Elsewhere t errs by less than |V| 2^-21, on the same side of
-  // [-129, 256] as V, so the clamp gives the same bound; and |t| < 2^24, which converts.
-  //
-  // frac(t) < W, for W = 2^-g, is found in the low bits of u = t + 1.5 * 2^(23-h), h = g + 1:
-  // for |t| < 2^(22-h), every t the clamp decides on, u holds t rounded to a multiple of 2^-h, and
-  // its low h bits are round(t 2^h) mod 2^h, in {0, 1, 2, 3} wherever frac(t) 2^h is in [0, 2).
-  // Every float operation rounds to nearest whatever the caller set in MXCSR.
+  // ByteScaleConstants' scale (output_line.h) on 16 lanes, each operation with its own rounding
+  // to nearest, whatever the caller set in MXCSR.
   class ByteScale {
    public:
-    ByteScale(std::int32_t multiplier, int right_shift, std::int32_t offset) {
-      // Below 8 bits of shift the window catches more than a third of the vectors.
-      if (multiplier <= 0 || right_shift < 8 || right_shift > 31 || offset < -256 || offset > 256) {
-        return;
-      }
-      usable_ = true;
-      const double unit = PowerOfTwo(-(31 + right_shift));
-      multiplier_ = _mm512_set1_ps(static_cast<float>(multiplier * unit));
-      const double nudges = (PowerOfTwo(30) + PowerOfTwo(30 + right_shift)) * unit;
-      addend_ = _mm512_set1_ps(static_cast<float>(nudges + offset + PowerOfTwo(-12)));
-      const int window_bits = (right_shift - 1 < 10 ? right_shift - 1 : 10) + 1;
-      magic_ = _mm512_set1_ps(static_cast<float>(1.5 * PowerOfTwo(23 - window_bits)));
-      window_ = _mm512_set1_epi32(((1 << window_bits) - 1) & ~3);
-    }
-    bool usable() const { return usable_; }
+    ByteScale(std::int32_t multiplier, int right_shift, std::int32_t offset)
+        : constants_(multiplier, right_shift, offset),
+          multiplier_(_mm512_set1_ps(constants_.multiplier)),
+          addend_(_mm512_set1_ps(constants_.addend)),
+          magic_(_mm512_set1_ps(constants_.magic)),
+          window_(_mm512_set1_epi32(constants_.window)) {}
+    bool usable() const { return constants_.usable; }
 
     Raw operator()(Raw x, const fixedpoint::QuantizeDownScale<Raw>& exact) const {
       constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
@@ -98,18 +71,11 @@ struct Avx512 {
     }
 
    private:
-    static double PowerOfTwo(int exponent) {
-      const std::uint64_t bits = static_cast<std::uint64_t>(1023 + exponent) << 52;
-      double value;
-      std::memcpy(&value, &bits, sizeof(value));
-      return value;
-    }
-
-    bool usable_ = false;
-    __m512 multiplier_ = _mm512_setzero_ps();
-    __m512 addend_ = _mm512_setzero_ps();
-    __m512 magic_ = _mm512_setzero_ps();
-    __m512i window_ = _mm512_setzero_si512();
+    output_writer::ByteScaleConstants constants_;
+    __m512 multiplier_;
+    __m512 addend_;
+    __m512 magic_;
+    __m512i window_;
   };
 
   // The packs saturate as output_avx2.cc's do, per 128-bit lane: lane L ends up with a's lanes

@@ -38,7 +38,60 @@ namespace output_writer {
 //   class ByteScale;  // a kScaleByFixedPoint whose results a clamp to bytes takes next
 // constructed as ByteScale(multiplier, right_shift, offset), with usable() and
 // operator()(Raw v, const fixedpoint::QuantizeDownScale<Raw>& exact): the scale's exact results
-// wherever the clamp that follows it keeps them, in fewer instructions (output_avx512.cc).
+// wherever the clamp that follows it keeps them, in fewer instructions (ByteScaleConstants).
+
+// QuantizeDownInt32ByFixedPoint's scale where a clamp to a range within [-128, 255] follows it,
+// as in every 8-bit pipeline, in float: 5 vector instructions and a test per 16 AVX-512 results
+// where the exact 64-bit arithmetic takes 13, and 8 per AVX2 register where it takes 12. These
+// are its constants; the Isas' ByteScale run it.
+//
+// The exact result is floor(V - s 2^-e) (QuantizeDownScale, fixedpoint_avx2.h), with
+// V = (x M + 2^30 + 2^(30+e)) / 2^(31+e) + offset and s = 1 where x M < 0 (x < 0, as M > 0).
+// Here t = fma(float(x), float(M / 2^(31+e)), float(c)) for c = V - x M / 2^(31+e) + delta.
+// Where |V| <= 258 (every value the clamp lets through, and those within 1 of its bounds),
+// |x M / 2^(31+e)| < 2^10 (|offset| <= 256), so rounding x and the multiplier costs at most
+// 2^-14 each, c and the fma at most 2^-16 each: |t - (V + delta)| < delta = 2^-12. Let W be
+// a power of two no less than 2 delta + 2^-e (2^-10 from e = 11 on, 2^-(e-1) below). Where
+// frac(t) >= W, V and V - 2^-e both lie in (floor(t) + W - 2 delta - 2^-e, t), and floor(t) is
+// the exact result; the vectors with another lane (each lane about 2 W of the time) take the
+// exact arithmetic. Elsewhere t errs by less than |V| 2^-21, on the same side of
+// [-129, 256] as V, so the clamp gives the same bound; and |t| < 2^24, which converts.
+//
+// frac(t) < W, for W = 2^-g, is found in the low bits of u = t + magic, magic = 1.5 * 2^(23-h),
+// h = g + 1: for |t| < 2^(22-h), every t the clamp decides on, u holds t rounded to a multiple of
+// 2^-h, and its low h bits (those of `window`, but the last two) are round(t 2^h) mod 2^h, in
+// {0, 1, 2, 3} wherever frac(t) 2^h is in [0, 2). Every float operation must round to nearest.
+struct ByteScaleConstants {
+  bool usable = false;
+  float multiplier = 0;
+  float addend = 0;
+  float magic = 0;
+  std::int32_t window = 0;
+
+  ByteScaleConstants(std::int32_t scale_multiplier, int right_shift, std::int32_t offset) {
+    // Below 8 bits of shift the window catches more than a third of the vectors.
+    if (scale_multiplier <= 0 || right_shift < 8 || right_shift > 31 || offset < -256 ||
+        offset > 256) {
+      return;
+    }
+    usable = true;
+    const double unit = PowerOfTwo(-(31 + right_shift));
+    multiplier = static_cast<float>(scale_multiplier * unit);
+    const double nudges = (PowerOfTwo(30) + PowerOfTwo(30 + right_shift)) * unit;
+    addend = static_cast<float>(nudges + offset + PowerOfTwo(-12));
+    const int window_bits = (right_shift - 1 < 10 ? right_shift - 1 : 10) + 1;
+    magic = static_cast<float>(1.5 * PowerOfTwo(23 - window_bits));
+    window = ((1 << window_bits) - 1) & ~3;
+  }
+
+ private:
+  static double PowerOfTwo(int exponent) {
+    const std::uint64_t bits = static_cast<std::uint64_t>(1023 + exponent) << 52;
+    double value;
+    std::memcpy(&value, &bits, sizeof(value));
+    return value;
+  }
+};
 
 // The ByteScale of an Isa without one: never usable.
 struct NoByteScale {
