@@ -459,7 +459,7 @@ TEST(OutputWriterTest, ScaleBeforeAByteClampMatchesScalarEvalAtEveryRoundingBoun
         // The smallest x whose x M + nudge reaches (result - offset) 2^(31+e).
         const __int128 nudge = (__int128{1} << 30) + (__int128{1} << (30 + scale.shift)) -
                                (negative ? (__int128{1} << 31) : 0);
-        const __int128 target = (__int128{result - scale.offset} << exponent) - nudge;
+        const __int128 target = __int128{result - scale.offset} * (__int128{1} << exponent) - nudge;
         __int128 boundary = target / scale.multiplier;
         if (boundary * scale.multiplier < target) ++boundary;
         for (int step = -2; step <= 2; ++step) {
