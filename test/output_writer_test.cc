@@ -44,7 +44,7 @@ std::vector<std::int32_t> EdgeValues() {
 // as two products, and separable into row and column parts.
 // With `rescale` (sums of requantized operands), the scalar side rescales each sum with the
 // scalar path's RescaleBlock before Eval.
-// `values`: the accumulators to cycle through instead of the edge values.
+// `accumulators`: the values to cycle through instead of the edge values.
 template <typename Pipeline>
 void CheckWriter(internal::OutputWriter writer, const Pipeline& pipeline, int rows, int cols,
                  const internal::Rescale* rescale = nullptr,
@@ -428,12 +428,12 @@ TEST(OutputWriterTest, EightBitResultsOfLargeBlocksMatchScalarEval) {
   }
 }
 
-// A QuantizeDown that a clamp to bytes follows runs in float on the AVX-512 writer
-// (output_avx512.cc's ByteScale), exact only by its error bound and the rounding boundaries it
-// sends to the exact arithmetic: accumulators a few units from every boundary that a result
-// within 3 of the clamp's range has, for x M >= 0 and x M < 0 (whose boundaries the rounding
-// away from zero moves), with multipliers of 1 to 31 significant bits, and shifts and offsets
-// at and beyond the float form's limits.
+// A QuantizeDown that a clamp to bytes follows runs in float on the AVX-512 and AVX2 writers
+// (ByteScaleConstants, lowbit/internal/output/output_line.h), exact only by its error bound and
+// the rounding boundaries it sends to the exact arithmetic: accumulators a few units from every
+// boundary that a result within 3 of the clamp's range has, for x M >= 0 and x M < 0 (whose
+// boundaries the rounding away from zero moves), with multipliers of 1 to 31 significant bits, and
+// shifts and offsets at and beyond the float form's limits.
 TEST(OutputWriterTest, ScaleBeforeAByteClampMatchesScalarEvalAtEveryRoundingBoundary) {
   struct Scale {
     std::int32_t multiplier;
@@ -498,10 +498,9 @@ TEST(OutputWriterTest, ScaleBeforeAByteClampMatchesScalarEvalAtEveryRoundingBoun
 }
 
 // The same, exhaustively: every accumulator whose result is within 3 of a uint8 or int8 cast's
-// range, for multipliers of 31 significant bits (whose float form rounds) and shifts whose
-// windows the float form widens most and least, under every rounding mode. Between two rounding
-// boundaries a few units apart (above) the float form's error cannot show; here every boundary's
-// nearest accumulators, however close their quotient comes to it, are checked.
+// range (millions of them), for multipliers of 31 significant bits (whose float form rounds) and
+// shifts that make the window widest and narrowest, under every rounding mode: every lane the
+// window lets through, not only those next to a boundary.
 TEST(OutputWriterTest, ScaleBeforeAByteClampMatchesScalarEvalOnEveryAccumulatorItDecides) {
   for (const auto& [multiplier, shift, offset] :
        std::vector<std::tuple<std::int32_t, int, std::int32_t>>{
