@@ -32,12 +32,13 @@ struct Avx2 {
   class ByteScale {
    public:
     ByteScale(std::int32_t multiplier, int right_shift, std::int32_t offset)
-        : constants_(multiplier, right_shift, offset),
-          usable_(constants_.usable && (_mm_getcsr() & _MM_ROUND_MASK) == _MM_ROUND_NEAREST),
-          multiplier_(_mm256_set1_ps(constants_.multiplier)),
-          addend_(_mm256_set1_ps(constants_.addend)),
-          magic_(_mm256_set1_ps(constants_.magic)),
-          window_(_mm256_set1_epi32(constants_.window)) {}
+        : ByteScale(output_writer::ByteScaleConstants(multiplier, right_shift, offset)) {}
+    explicit ByteScale(const output_writer::ByteScaleConstants& constants)
+        : usable_(constants.usable && (_mm_getcsr() & _MM_ROUND_MASK) == _MM_ROUND_NEAREST),
+          multiplier_(_mm256_set1_ps(constants.multiplier)),
+          addend_(_mm256_set1_ps(constants.addend)),
+          magic_(_mm256_set1_ps(constants.magic)),
+          window_(_mm256_set1_epi32(constants.window)) {}
     bool usable() const { return usable_; }
 
     Raw operator()(Raw x, const fixedpoint::QuantizeDownScale<Raw>& exact) const {
@@ -50,7 +51,6 @@ struct Avx2 {
     }
 
    private:
-    output_writer::ByteScaleConstants constants_;
     bool usable_;
     __m256 multiplier_;
     __m256 addend_;

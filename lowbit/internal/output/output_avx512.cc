@@ -52,12 +52,14 @@ struct Avx512 {
   class ByteScale {
    public:
     ByteScale(std::int32_t multiplier, int right_shift, std::int32_t offset)
-        : constants_(multiplier, right_shift, offset),
-          multiplier_(_mm512_set1_ps(constants_.multiplier)),
-          addend_(_mm512_set1_ps(constants_.addend)),
-          magic_(_mm512_set1_ps(constants_.magic)),
-          window_(_mm512_set1_epi32(constants_.window)) {}
-    bool usable() const { return constants_.usable; }
+        : ByteScale(output_writer::ByteScaleConstants(multiplier, right_shift, offset)) {}
+    explicit ByteScale(const output_writer::ByteScaleConstants& constants)
+        : usable_(constants.usable),
+          multiplier_(_mm512_set1_ps(constants.multiplier)),
+          addend_(_mm512_set1_ps(constants.addend)),
+          magic_(_mm512_set1_ps(constants.magic)),
+          window_(_mm512_set1_epi32(constants.window)) {}
+    bool usable() const { return usable_; }
 
     Raw operator()(Raw x, const fixedpoint::QuantizeDownScale<Raw>& exact) const {
       constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
@@ -71,7 +73,7 @@ struct Avx512 {
     }
 
    private:
-    output_writer::ByteScaleConstants constants_;
+    bool usable_;
     __m512 multiplier_;
     __m512 addend_;
     __m512 magic_;
