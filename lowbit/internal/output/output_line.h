@@ -289,12 +289,11 @@ struct LineInstruction {
     }
     const std::int32_t exponent = second.value;
     scale_left_shift = exponent > 0 ? exponent : 0;
-    scale =
-        fixedpoint::QuantizeDownScale<Raw>(first.broadcast, exponent < 0 ? -exponent : 0, offset);
+    const int right_shift = exponent < 0 ? -exponent : 0;
+    scale = fixedpoint::QuantizeDownScale<Raw>(first.broadcast, right_shift, offset);
     // Per line where the parameters are per line: a line may not allow what the last one did.
     if (clamped_to_bytes) {
-      byte_scale = typename ByteScaleOf<Isa>::type(first.value, exponent < 0 ? -exponent : 0,
-                                                   instruction->offset);
+      byte_scale = typename ByteScaleOf<Isa>::type(first.value, right_shift, instruction->offset);
     }
   }
 
