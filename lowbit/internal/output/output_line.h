@@ -353,6 +353,22 @@ struct LineInstruction {
     return Isa::Load(buffer);
   }
 
+  // Whether ForLine gives each line (row if `along_cols`) of a block something of its own:
+  // a parameter per channel across the lines, or a stochastic shift's or aligned sum's line
+  // state. A parameter per channel along the lines is the same for all of them.
+  bool ChangesAcrossLines(bool along_cols) const {
+    if (!per_line) return false;
+    if (instruction->opcode == OutputOpcode::kStochasticShiftRight ||
+        instruction->opcode == OutputOpcode::kAlignedSum) {
+      return true;
+    }
+    const auto across = [&](const ChannelParameter& parameter) {
+      return parameter.per_channel != nullptr &&
+             !LineParameter<Isa>::VariesAlong(parameter, along_cols);
+    };
+    return across(instruction->first) || across(instruction->second);
+  }
+
   // Whether this is a scale whose parameters change along a line (row if `along_cols`).
   bool ScaleVariesAlong(bool along_cols) const {
     return instruction->opcode == OutputOpcode::kScaleByFixedPoint &&
