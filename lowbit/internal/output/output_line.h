@@ -369,11 +369,11 @@ struct LineInstruction {
     return across(instruction->first) || across(instruction->second);
   }
 
-  // Whether this is a scale whose parameters change along a line (row if `along_cols`).
-  bool ScaleVariesAlong(bool along_cols) const {
-    return instruction->opcode == OutputOpcode::kScaleByFixedPoint &&
-           (LineParameter<Isa>::VariesAlong(instruction->first, along_cols) ||
-            LineParameter<Isa>::VariesAlong(instruction->second, along_cols));
+  // Whether `instruction` is a scale whose parameters change along a line (row if `along_cols`).
+  static bool ScaleVariesAlong(const OutputInstruction& instruction, bool along_cols) {
+    return instruction.opcode == OutputOpcode::kScaleByFixedPoint &&
+           (LineParameter<Isa>::VariesAlong(instruction.first, along_cols) ||
+            LineParameter<Isa>::VariesAlong(instruction.second, along_cols));
   }
 
   // Run for an instruction known to be kOpcode; a kScaleByFixedPoint known to be uniform along

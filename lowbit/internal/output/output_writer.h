@@ -114,10 +114,6 @@ class Writer {
         type_(type),
         size_(ElementSize(type)),
         count_(program.count) {
-    for (int k = 0; k < count_; ++k) {
-      new (&instructions_[k].value) LineInstruction<Isa>(LineInstruction<Isa>::For(
-          program.instructions[k], k + 1 < count_ ? &program.instructions[k + 1] : nullptr));
-    }
     switch (type) {
       case ElementType::kUint8:
         write_lines_ = LinesLoopFor<ElementType::kUint8>(program);
@@ -372,7 +368,7 @@ class Writer {
   void WriteShapeLines(const std::int32_t* sums, std::ptrdiff_t line_step, int first_line,
                        int end_line, int first, int end) {
     for (int k = 0; k < count_; ++k) {
-      if (instructions_[k].value.ScaleVariesAlong(row_major_)) {
+      if (LineInstruction<Isa>::ScaleVariesAlong(program_.instructions[k], row_major_)) {
         return WriteLines<kType, false, Owed::kAny>(sums, line_step, first_line, end_line, first,
                                                     end);
       }
@@ -430,14 +426,22 @@ class Writer {
     constexpr bool kSaturatingStore = kKnown && kType != ElementType::kInt32 &&
                                       kOpcodeList[kKnownCount - 1] == OutputOpcode::kClamp;
     const int count = count_;
-    LineInstruction<Isa> known[kKnownCount + 1];
-    for (int k = 0; k < kKnownCount; ++k) known[k] = instructions_[k].value;
+    // A known program's instructions are locals, built here rather than copied from members
+    // built before: copying and building them again took a tenth of a 16 x 32 x 64 GEMM.
+    UnconstructedInstruction known[kKnownCount + 1];
+    if constexpr (kKnown) {
+      BuildInstructions(known, kKnownCount);
+    } else if (!instructions_built_) {
+      BuildInstructions(instructions_, count_);
+      instructions_built_ = true;
+    }
     // All of the program, or all but a last clamp left to the saturating store.
     const auto run = [&](auto& vectors, int entry, int lanes, bool but_last_clamp) {
       if constexpr (kKnown) {
         const int known_count = but_last_clamp && kSaturatingStore ? kKnownCount - 1 : kKnownCount;
         int k = 0;
-        ((k < known_count ? known[k].template Apply<kOpcodes, true>(vectors, entry, lanes) : void(),
+        ((k < known_count ? known[k].value.template Apply<kOpcodes, true>(vectors, entry, lanes)
+                          : void(),
           ++k),
          ...);
       } else {
@@ -460,11 +464,11 @@ class Writer {
       bool same_on_every_line =
           end_line - first_line > 1 && end - first <= kAcrossLinesBatches * kBatch * Isa::kLanes;
       for (int k = 0; k < kKnownCount; ++k) {
-        same_on_every_line &= !known[k].ChangesAcrossLines(row_major_);
+        same_on_every_line &= !known[k].value.ChangesAcrossLines(row_major_);
       }
       if (same_on_every_line) {
         const Line at = LineAt(first_line);
-        for (int k = 0; k < kKnownCount; ++k) known[k].ForLine(at.row, at.col, row_major_);
+        for (int k = 0; k < kKnownCount; ++k) known[k].value.ForLine(at.row, at.col, row_major_);
         line_first_entry = WriteBatchesAcrossLines<kSize, kBatch, kOwed>(
             at, sums, line_step, first_line, end_line, first, end, run, store_batch);
         if (line_first_entry == end) return;
@@ -489,7 +493,7 @@ class Writer {
         return rescale.Apply(terms.AddTo(sums, entry, lanes), entry, lanes);
       };
       if constexpr (kKnown) {
-        for (int k = 0; k < kKnownCount; ++k) known[k].ForLine(at.row, at.col, row_major_);
+        for (int k = 0; k < kKnownCount; ++k) known[k].value.ForLine(at.row, at.col, row_major_);
       } else {
         for (int k = 0; k < count; ++k) {
           instructions_[k].value.ForLine(at.row, at.col, row_major_);
@@ -591,16 +595,25 @@ class Writer {
   const ElementType type_;
   const int size_;
   const int count_;
-  // Storage for the program's count_ instructions, constructed in the constructor; the rest stay
-  // raw. A LineInstruction holds a kilobyte of vectors: default-constructing all
-  // kMaxInstructions of them took a tenth of a 64 x 64 x 64 GEMM.
+  // Storage for instructions, constructed only as needed. A LineInstruction holds a kilobyte of
+  // vectors: default-constructing all kMaxInstructions of them took a tenth of a 64 x 64 x 64
+  // GEMM.
   union UnconstructedInstruction {
     UnconstructedInstruction() {}
     LineInstruction<Isa> value;
   };
   static_assert(std::is_trivially_destructible<LineInstruction<Isa>>::value,
                 "instructions are never destroyed");
+  // Builds the program's first `count` instructions in `storage`.
+  void BuildInstructions(UnconstructedInstruction* storage, int count) const {
+    for (int k = 0; k < count; ++k) {
+      new (&storage[k].value) LineInstruction<Isa>(LineInstruction<Isa>::For(
+          program_.instructions[k], k + 1 < count_ ? &program_.instructions[k + 1] : nullptr));
+    }
+  }
+  // The program's count_ instructions for the generic lines loop, built by its first call.
   UnconstructedInstruction instructions_[OutputProgram::kMaxInstructions];
+  bool instructions_built_ = false;
   LinesLoop write_lines_;
 };
 
