@@ -758,7 +758,8 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
         task.workers > 1 && !task.lhs_terms_set) {
       task.SetLhsTerms();
     }
-    task.next_task = 0;
+    // Published to the workers by Parallelize: no fence of its own (a seq_cst store is an xchg).
+    task.next_task.store(0, std::memory_order_relaxed);
     if (pool == nullptr || task.workers == 1) {
       task.workers = 1;
       if (pack_rhs) task.PackRhsPart(0);
