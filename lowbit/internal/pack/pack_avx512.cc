@@ -1,10 +1,10 @@
 // AVX-512 packing (see pack_x86.h), compiled with -mavx2 -mavx512f -mavx512bw -mavx512vnni:
 // byte groups for the whole panels of a source whose rows run along the depth, 64 depth values a
-// step: uint8 panels of 16 or 32 rows (the AVX-512 VNNI kernel's rhs panels) and pairs of 8-row
-// int8 panels (its lhs panels); and byte groups of either type, in panels of any width,
-// of a source whose rows are adjacent (a column-major lhs, a row-major rhs), 32 rows and 4 depth
-// values a step. Everything else (the depth tails of the first, a last partial panel or pair,
-// other widths) goes to PackByteGroupsAvx2, which writes the same layout. And lines along the
+// step (a last partial step under a mask): uint8 panels of 16 or 32 rows (the AVX-512 VNNI
+// kernel's rhs panels) and pairs of 8-row int8 panels (its lhs panels); and byte groups of either
+// type, in panels of any width, of a source whose rows are adjacent (a column-major lhs, a
+// row-major rhs), 32 rows and 4 depth values a step. Everything else (a last partial panel or
+// pair, other widths) goes to PackByteGroupsAvx2, which writes the same layout. And lines along the
 // depth requantized as they are read (PackByteGroupsRequantizingAvx512), every row and depth in
 // 64-value steps under masks.
 #include <algorithm>
@@ -43,15 +43,35 @@ __attribute__((always_inline)) inline void TransposedGroups(LoadRow load_row, __
   }
 }
 
-// The values of the 16 rows from rows_base on at depths [d, d + 64), shifted by `delta`.
-template <PackedType kType>
-__attribute__((always_inline)) inline void TransposedGroups(const std::uint8_t* rows_base,
-                                                            std::ptrdiff_t stride, int d,
-                                                            __m512i delta, __m512i (&groups)[16],
-                                                            PartialRowSums& row_sums) {
-  TransposedGroups<kType>(
-      [&](int i) { return _mm512_add_epi8(_mm512_loadu_si512(rows_base + i * stride + d), delta); },
-      groups, row_sums);
+// The steps of 64 depth values of the 16 rows from rows_base on, a whole row's `depth` values
+// shifted by `delta` (zero past the depth, as padding must be, in a last partial step read under
+// a mask): `store(d, groups, count)` stores the first `count` groups of the step at depth d
+// (TransposedGroups), the groups up to the padded depth.
+template <PackedType kType, typename Store>
+__attribute__((always_inline)) inline void RowSteps(const std::uint8_t* rows_base,
+                                                    std::ptrdiff_t stride, int depth, __m512i delta,
+                                                    PartialRowSums& row_sums, Store store) {
+  int d = 0;
+  for (; d + kStep <= depth; d += kStep) {
+    __m512i groups[16];
+    TransposedGroups<kType>(
+        [&](int i) {
+          return _mm512_add_epi8(_mm512_loadu_si512(rows_base + i * stride + d), delta);
+        },
+        groups, row_sums);
+    store(d, groups, kStep / kGroup);
+  }
+  if (d < depth) {
+    const __mmask64 in_depth = (__mmask64{1} << (depth - d)) - 1;
+    __m512i groups[16];
+    TransposedGroups<kType>(
+        [&](int i) {
+          return _mm512_maskz_add_epi8(
+              in_depth, _mm512_maskz_loadu_epi8(in_depth, rows_base + i * stride + d), delta);
+        },
+        groups, row_sums);
+    store(d, groups, (depth - d + kGroup - 1) / kGroup);
+  }
 }
 
 // Adds the sums in row_sums of the rows in `present` to theirs at `sums`.
@@ -63,23 +83,23 @@ inline void AddRowSums(const PartialRowSums& row_sums, std::int32_t* sums,
                            _mm512_add_epi32(_mm512_maskz_loadu_epi32(present, sums), total));
 }
 
-// The steps of one whole panel of `width` rows (a multiple of 16) of kUint8 values, 16 rows at
-// a time. The AVX2 packer's 4-row steps took three quarters of a 1 x 1024 x 1024 GEMM's time.
+// One whole panel of `width` rows (a multiple of 16) of kUint8 values, 16 rows at a time. The
+// AVX2 packer's 4-row steps took three quarters of a 1 x 1024 x 1024 GEMM's time, and the depth
+// tail through them a fifth of a 32 x 32 x 32 one.
 void PackUint8PanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, int width, int depth,
                          std::int8_t delta, std::uint8_t* out, std::int32_t* sums) {
   const __m512i delta_bytes = _mm512_set1_epi8(delta);
   for (int first = 0; first < width; first += 16) {
     PartialRowSums row_sums = {_mm512_setzero_si512(), _mm512_setzero_si512(),
                                _mm512_setzero_si512(), _mm512_setzero_si512()};
-    for (int d = 0; d < depth; d += kStep) {
-      __m512i groups[16];
-      TransposedGroups<PackedType::kUint8>(rows_base + first * stride, stride, d, delta_bytes,
-                                           groups, row_sums);
-      for (int g = 0; g < 16; ++g) {
-        const std::ptrdiff_t group = d / kGroup + g;
-        _mm512_storeu_si512(out + (group * width + first) * kGroup, groups[g]);
-      }
-    }
+    RowSteps<PackedType::kUint8>(rows_base + first * stride, stride, depth, delta_bytes, row_sums,
+                                 [&](int d, const __m512i(&groups)[16], int count) {
+                                   for (int g = 0; g < count; ++g) {
+                                     const std::ptrdiff_t group = d / kGroup + g;
+                                     _mm512_storeu_si512(out + (group * width + first) * kGroup,
+                                                         groups[g]);
+                                   }
+                                 });
     AddRowSums(row_sums, sums + first);
   }
 }
@@ -95,9 +115,9 @@ inline void StoreToEightRowPanelPair(__m512i group, std::uint8_t* out, std::ptrd
   }
 }
 
-// The steps of two whole 8-row kInt8 panels (the AVX-512 VNNI kernel's lhs panels), panel_bytes
-// apart, together: each transposed group holds the first panel's rows in its low half and the
-// second's in its high half. Through the AVX2 packer's 4-row steps, packing the lhs took 8% of a
+// Two whole 8-row kInt8 panels (the AVX-512 VNNI kernel's lhs panels), panel_bytes apart,
+// together: each transposed group holds the first panel's rows in its low half and the second's
+// in its high half. Through the AVX2 packer's 4-row steps, packing the lhs took 8% of a
 // 64 x 64 x 64 GEMM.
 void PackEightRowPanelPairSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, int depth,
                                 std::ptrdiff_t panel_bytes, std::int8_t delta, std::uint8_t* out,
@@ -106,14 +126,14 @@ void PackEightRowPanelPairSteps(const std::uint8_t* rows_base, std::ptrdiff_t st
   const __m512i delta_bytes = _mm512_set1_epi8(delta);
   PartialRowSums row_sums = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
                              _mm512_setzero_si512()};
-  for (int d = 0; d < depth; d += kStep) {
-    __m512i groups[16];
-    TransposedGroups<PackedType::kInt8>(rows_base, stride, d, delta_bytes, groups, row_sums);
-    for (int g = 0; g < 16; ++g) {
-      StoreToEightRowPanelPair(groups[g], out + (d / kGroup + g) * kWidth * kGroup, panel_bytes,
-                               true);
-    }
-  }
+  RowSteps<PackedType::kInt8>(rows_base, stride, depth, delta_bytes, row_sums,
+                              [&](int d, const __m512i(&groups)[16], int count) {
+                                for (int g = 0; g < count; ++g) {
+                                  StoreToEightRowPanelPair(groups[g],
+                                                           out + (d / kGroup + g) * kWidth * kGroup,
+                                                           panel_bytes, true);
+                                }
+                              });
   AddRowSums(row_sums, sums);
 }
 
@@ -289,10 +309,9 @@ void PackByteGroupsAvx512(const MatrixView& source, PackedType type, int panel_w
   // registers dirty on returning from a function with vector arguments (no vzeroupper), and
   // the driver's SSE code after it then ran slower: 64 x 64 x 64 GEMMs 4% slower in all.
   const auto delta = static_cast<std::int8_t>(-PackedValueShift(type, source));
-  const auto steps = [&](const std::uint8_t* rows_base, int stepped_depth, std::uint8_t* out,
+  const auto steps = [&](const std::uint8_t* rows_base, int whole_depth, std::uint8_t* out,
                          std::int32_t* panel_sums) {
-    PackUint8PanelSteps(rows_base, source.stride, panel_width, stepped_depth, delta, out,
-                        panel_sums);
+    PackUint8PanelSteps(rows_base, source.stride, panel_width, whole_depth, delta, out, panel_sums);
   };
   const auto rest = [&](int first_row, int rows, int rest_depth_start, int rest_depth,
                         std::uint8_t* out, std::int32_t* rest_sums) {
@@ -316,18 +335,19 @@ void PackByteGroupsAvx512(const MatrixView& source, PackedType type, int panel_w
     // Pairs of whole panels, each with its depth tail; then a last single or partial panel.
     const std::ptrdiff_t panel_bytes =
         static_cast<std::ptrdiff_t>(panel_width) * RoundUp(depth, kGroup);
-    const auto pair_steps = [&](const std::uint8_t* rows_base, int stepped_depth, std::uint8_t* out,
+    const auto pair_steps = [&](const std::uint8_t* rows_base, int whole_depth, std::uint8_t* out,
                                 std::int32_t* pair_sums) {
-      PackEightRowPanelPairSteps(rows_base, source.stride, stepped_depth, panel_bytes, delta, out,
+      PackEightRowPanelPairSteps(rows_base, source.stride, whole_depth, panel_bytes, delta, out,
                                  pair_sums);
     };
     PackWholePanelsInSteps(source, true, panel_width, start, count, depth_start, depth, kStep,
-                           kGroup, static_cast<std::uint8_t*>(packed), sums, pair_steps, rest, 2);
+                           kGroup, static_cast<std::uint8_t*>(packed), sums, pair_steps, rest, 2,
+                           true);
     return;
   }
   const bool stepped = type == PackedType::kUint8 && panel_width % 16 == 0;
   PackWholePanelsInSteps(source, stepped, panel_width, start, count, depth_start, depth, kStep,
-                         kGroup, static_cast<std::uint8_t*>(packed), sums, steps, rest);
+                         kGroup, static_cast<std::uint8_t*>(packed), sums, steps, rest, 1, true);
 }
 
 }  // namespace internal

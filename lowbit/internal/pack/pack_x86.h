@@ -77,17 +77,18 @@ void PackBitPlanesAvx2(const MatrixView& source, PackedType type, int panel_widt
 
 // The walk the vector packers share. `steps(rows_base, stepped_depth, panels_out, panels_sums)`
 // packs the whole steps of `step_panels` adjacent whole panels of a depth-contiguous source
-// (`stepped`); `rest(first_row, rows, depth_start, depth, out, sums)`, a narrower packer of the
-// same layout, packs each of those panels' depth tails and every other panel. The tail's groups
-// follow the steps' in a panel: stepped_depth / depth_group groups of panel_width rows in.
+// (`stepped`), and their depth tail too where `steps_take_tail` (stepped_depth is then the
+// depth); `rest(first_row, rows, depth_start, depth, out, sums)`, a narrower packer of the same
+// layout, packs each of those panels' depth tails otherwise and every other panel. The tail's
+// groups follow the steps' in a panel: stepped_depth / depth_group groups of panel_width rows in.
 template <typename Packed, typename Steps, typename Rest>
 void PackWholePanelsInSteps(const MatrixView& source, bool stepped, int panel_width, int start,
                             int count, int depth_start, int depth, int step, int depth_group,
                             Packed* out, std::int32_t* sums, Steps steps, Rest rest,
-                            int step_panels = 1) {
+                            int step_panels = 1, bool steps_take_tail = false) {
   const int step_rows = step_panels * panel_width;
   const int whole_steps = stepped && source.order == Order::kRowMajor ? count / step_rows : 0;
-  const int stepped_depth = depth / step * step;
+  const int stepped_depth = steps_take_tail ? depth : depth / step * step;
   const int padded_depth = (depth + depth_group - 1) / depth_group * depth_group;
   const std::ptrdiff_t panel_size = static_cast<std::ptrdiff_t>(panel_width) * padded_depth;
   const auto* data = static_cast<const std::uint8_t*>(source.data);
