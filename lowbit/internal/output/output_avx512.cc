@@ -109,6 +109,21 @@ struct Avx512 {
       _mm_storeu_si128(static_cast<__m128i*>(out), _mm512_cvtepi32_epi8(v.v));
     }
   }
+
+  // Masked: nothing past the first `count` lanes is read or written.
+  static Raw LoadFirst(const std::int32_t* values, int count) {
+    return {_mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << count) - 1), values)};
+  }
+  static void StoreFirst(Raw v, int size, int count, void* out) {
+    const auto lanes = static_cast<__mmask16>((1u << count) - 1);
+    if (size == 4) {
+      _mm512_mask_storeu_epi32(out, lanes, v.v);
+    } else if (size == 2) {
+      _mm512_mask_cvtepi32_storeu_epi16(out, lanes, v.v);
+    } else {
+      _mm512_mask_cvtepi32_storeu_epi8(out, lanes, v.v);
+    }
+  }
 };
 
 }  // namespace

@@ -30,6 +30,10 @@ void StorePartial(typename Isa::Raw v, int size, int count, char* out) {
     Isa::Store(v, size, out);
     return;
   }
+  if constexpr (PartialAccess<Isa>::value) {
+    Isa::StoreFirst(v, size, count, out);
+    return;
+  }
   std::int32_t buffer[Isa::kLanes];
   Isa::Store(v, size, buffer);
   std::memcpy(out, buffer, static_cast<std::size_t>(size) * count);
