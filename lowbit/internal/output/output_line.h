@@ -245,20 +245,21 @@ struct LineInstruction {
   bool aligned_varies = false;
   std::int32_t aligned_values[6] = {};
 
-  // `next`: the program's next instruction, or null.
-  static LineInstruction For(const OutputInstruction& instruction, const OutputInstruction* next) {
-    LineInstruction line{&instruction,
-                         instruction.first.per_channel != nullptr ||
-                             instruction.second.per_channel != nullptr ||
-                             instruction.opcode == OutputOpcode::kStochasticShiftRight ||
-                             instruction.opcode == OutputOpcode::kAlignedSum,
-                         LineParameter<Isa>::For(instruction.first, 0, 0, true),
-                         LineParameter<Isa>::For(instruction.second, 0, 0, true),
-                         fixedpoint::Dup<Raw>(instruction.offset),
-                         fixedpoint::Dup<Raw>(instruction.limit)};
-    line.clamped_to_bytes = ClampsToBytes(next);
-    line.PrepareScale();
-    return line;
+  // `next`: the program's next instruction, or null. A constructor, not an aggregate: GCC
+  // zeroed all of an aggregate (a kilobyte and a half, rep stos) before setting its members, half
+  // of building one.
+  LineInstruction(const OutputInstruction& instruction, const OutputInstruction* next)
+      : instruction(&instruction),
+        per_line(instruction.first.per_channel != nullptr ||
+                 instruction.second.per_channel != nullptr ||
+                 instruction.opcode == OutputOpcode::kStochasticShiftRight ||
+                 instruction.opcode == OutputOpcode::kAlignedSum),
+        first(LineParameter<Isa>::For(instruction.first, 0, 0, true)),
+        second(LineParameter<Isa>::For(instruction.second, 0, 0, true)),
+        offset(fixedpoint::Dup<Raw>(instruction.offset)),
+        limit(fixedpoint::Dup<Raw>(instruction.limit)),
+        clamped_to_bytes(ClampsToBytes(next)) {
+    PrepareScale();
   }
 
   __attribute__((always_inline)) void ForLine(int row, int col, bool line_along_cols) {

@@ -611,8 +611,8 @@ class Writer {
   // Builds the program's first `count` instructions in `storage`.
   void BuildInstructions(UnconstructedInstruction* storage, int count) const {
     for (int k = 0; k < count; ++k) {
-      new (&storage[k].value) LineInstruction<Isa>(LineInstruction<Isa>::For(
-          program_.instructions[k], k + 1 < count_ ? &program_.instructions[k + 1] : nullptr));
+      new (&storage[k].value) LineInstruction<Isa>(
+          program_.instructions[k], k + 1 < count_ ? &program_.instructions[k + 1] : nullptr);
     }
   }
   // The program's count_ instructions for the generic lines loop, built by its first call.
