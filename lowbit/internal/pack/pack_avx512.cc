@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "lowbit/internal/pack/pack_x86.h"
 #include "lowbit/internal/pack/requantize_avx512.h"  // and <immintrin.h>
@@ -43,37 +44,6 @@ __attribute__((always_inline)) inline void TransposedGroups(LoadRow load_row, __
   }
 }
 
-// The steps of 64 depth values of the 16 rows from rows_base on, a whole row's `depth` values
-// shifted by `delta` (zero past the depth, as padding must be, in a last partial step read under
-// a mask): `store(d, groups, count)` stores the first `count` groups of the step at depth d
-// (TransposedGroups), the groups up to the padded depth.
-template <PackedType kType, typename Store>
-__attribute__((always_inline)) inline void RowSteps(const std::uint8_t* rows_base,
-                                                    std::ptrdiff_t stride, int depth, __m512i delta,
-                                                    PartialRowSums& row_sums, Store store) {
-  int d = 0;
-  for (; d + kStep <= depth; d += kStep) {
-    __m512i groups[16];
-    TransposedGroups<kType>(
-        [&](int i) {
-          return _mm512_add_epi8(_mm512_loadu_si512(rows_base + i * stride + d), delta);
-        },
-        groups, row_sums);
-    store(d, groups, kStep / kGroup);
-  }
-  if (d < depth) {
-    const __mmask64 in_depth = (__mmask64{1} << (depth - d)) - 1;
-    __m512i groups[16];
-    TransposedGroups<kType>(
-        [&](int i) {
-          return _mm512_maskz_add_epi8(
-              in_depth, _mm512_maskz_loadu_epi8(in_depth, rows_base + i * stride + d), delta);
-        },
-        groups, row_sums);
-    store(d, groups, (depth - d + kGroup - 1) / kGroup);
-  }
-}
-
 // Adds the sums in row_sums of the rows in `present` to theirs at `sums`.
 inline void AddRowSums(const PartialRowSums& row_sums, std::int32_t* sums,
                        __mmask16 present = 0xffff) {
@@ -83,24 +53,71 @@ inline void AddRowSums(const PartialRowSums& row_sums, std::int32_t* sums,
                            _mm512_add_epi32(_mm512_maskz_loadu_epi32(present, sums), total));
 }
 
+// The last, partial step of 64 depth values from d of the 16 rows from rows_base on, whose rows
+// end at `depth`, read under a mask (zero past the depth, as padding must be); their sums added to
+// those at `sums`, and `store(d, groups, count)` storing the step's groups up to the padded depth.
+// Out of line, with its own sums and a copy of `store`: inlined, or sharing the whole steps'
+// sums, it took the whole steps' registers, and packing a 64-deep lhs took twice as long.
+template <PackedType kType, typename Store>
+__attribute__((noinline)) void PartialStep(const std::uint8_t* rows_base, std::ptrdiff_t stride,
+                                           int d, int depth, std::int8_t delta, Store store,
+                                           std::int32_t* sums) {
+  const __mmask64 in_depth = (__mmask64{1} << (depth - d)) - 1;
+  const __m512i delta_bytes = _mm512_set1_epi8(delta);
+  PartialRowSums row_sums = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                             _mm512_setzero_si512()};
+  __m512i groups[16];
+  TransposedGroups<kType>(
+      [&](int i) {
+        return _mm512_maskz_add_epi8(
+            in_depth, _mm512_maskz_loadu_epi8(in_depth, rows_base + i * stride + d), delta_bytes);
+      },
+      groups, row_sums);
+  store(d, groups, (depth - d + kGroup - 1) / kGroup);
+  AddRowSums(row_sums, sums);
+}
+
+// The 16 rows from rows_base on, each of `depth` values shifted by `delta`, 64 depth values a
+// step: `store(d, groups, count)` stores the first `count` groups of the step at depth d
+// (TransposedGroups), and the rows' sums are added to those at `sums`.
+template <PackedType kType, typename Store>
+__attribute__((always_inline)) inline void PackSixteenRows(const std::uint8_t* rows_base,
+                                                           std::ptrdiff_t stride, int depth,
+                                                           std::int8_t delta, Store store,
+                                                           std::int32_t* sums) {
+  const __m512i delta_bytes = _mm512_set1_epi8(delta);
+  PartialRowSums row_sums = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                             _mm512_setzero_si512()};
+  int d = 0;
+  for (; d + kStep <= depth; d += kStep) {
+    __m512i groups[16];
+    TransposedGroups<kType>(
+        [&](int i) {
+          return _mm512_add_epi8(_mm512_loadu_si512(rows_base + i * stride + d), delta_bytes);
+        },
+        groups, row_sums);
+    // A constant count: with a run-time one GCC kept the loop and the groups in memory.
+    store(d, groups, std::integral_constant<int, kStep / kGroup>());
+  }
+  AddRowSums(row_sums, sums);
+  if (d < depth) PartialStep<kType>(rows_base, stride, d, depth, delta, store, sums);
+}
+
 // One whole panel of `width` rows (a multiple of 16) of kUint8 values, 16 rows at a time. The
 // AVX2 packer's 4-row steps took three quarters of a 1 x 1024 x 1024 GEMM's time, and the depth
 // tail through them a fifth of a 32 x 32 x 32 one.
 void PackUint8PanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, int width, int depth,
                          std::int8_t delta, std::uint8_t* out, std::int32_t* sums) {
-  const __m512i delta_bytes = _mm512_set1_epi8(delta);
   for (int first = 0; first < width; first += 16) {
-    PartialRowSums row_sums = {_mm512_setzero_si512(), _mm512_setzero_si512(),
-                               _mm512_setzero_si512(), _mm512_setzero_si512()};
-    RowSteps<PackedType::kUint8>(rows_base + first * stride, stride, depth, delta_bytes, row_sums,
-                                 [&](int d, const __m512i(&groups)[16], int count) {
-                                   for (int g = 0; g < count; ++g) {
-                                     const std::ptrdiff_t group = d / kGroup + g;
-                                     _mm512_storeu_si512(out + (group * width + first) * kGroup,
-                                                         groups[g]);
-                                   }
-                                 });
-    AddRowSums(row_sums, sums + first);
+    PackSixteenRows<PackedType::kUint8>(
+        rows_base + first * stride, stride, depth, delta,
+        [=](int d, const __m512i(&groups)[16], auto count) {
+          for (int g = 0; g < count; ++g) {
+            const std::ptrdiff_t group = d / kGroup + g;
+            _mm512_storeu_si512(out + (group * width + first) * kGroup, groups[g]);
+          }
+        },
+        sums + first);
   }
 }
 
@@ -123,18 +140,15 @@ void PackEightRowPanelPairSteps(const std::uint8_t* rows_base, std::ptrdiff_t st
                                 std::ptrdiff_t panel_bytes, std::int8_t delta, std::uint8_t* out,
                                 std::int32_t* sums) {
   constexpr int kWidth = 8;
-  const __m512i delta_bytes = _mm512_set1_epi8(delta);
-  PartialRowSums row_sums = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
-                             _mm512_setzero_si512()};
-  RowSteps<PackedType::kInt8>(rows_base, stride, depth, delta_bytes, row_sums,
-                              [&](int d, const __m512i(&groups)[16], int count) {
-                                for (int g = 0; g < count; ++g) {
-                                  StoreToEightRowPanelPair(groups[g],
-                                                           out + (d / kGroup + g) * kWidth * kGroup,
-                                                           panel_bytes, true);
-                                }
-                              });
-  AddRowSums(row_sums, sums);
+  PackSixteenRows<PackedType::kInt8>(
+      rows_base, stride, depth, delta,
+      [=](int d, const __m512i(&groups)[16], auto count) {
+        for (int g = 0; g < count; ++g) {
+          StoreToEightRowPanelPair(groups[g], out + (d / kGroup + g) * kWidth * kGroup, panel_bytes,
+                                   true);
+        }
+      },
+      sums);
 }
 
 // Rows [0, count) of a source whose rows are adjacent for a fixed depth, in panels of `width`
