@@ -572,6 +572,9 @@ class Writer {
       char* out = at.out + entry * kSize;
       for (int line = first_line; line < end_line;
            ++line, line_sums += line_step, out += out_step) {
+        // LineTerms::AddSeparableTo's sum, with the batch's terms along the lines loaded once
+        // for all the lines: through AddSeparableTo, reloading them at every line, the writer
+        // took 8% more samples per tile sample at 64^3.
         const Raw line_part = fixedpoint::Dup<Raw>(line_parts[line]);
         Raw vectors[kBatch];
         for (int j = 0; j < kBatch; ++j) {
