@@ -163,10 +163,11 @@ struct KernelImplementation {
   RequantizingPackFunction pack_lhs_requantizing = nullptr;
   RequantizingPackFunction pack_rhs_requantizing = nullptr;
 };
-// Measured on 4096 x 4096 weights of 4 bits against the same weights at 8 bits, one thread: two
-// to a byte 1.25x at 17 rows, 1.06x at 32, 0.99x at 64, 0.94x at 256; unfolded 1.00x at 17,
-// 1.09x at 64, 1.07x at 256 (doc/less-than-8-bit.md, "4-bit weights").
-constexpr int kUnfoldRows = 32;
+// Measured on 4096 x 4096 weights of 4 bits, one thread, milliseconds a call of two to a byte
+// against unfolded (gemm_repeat, alternating runs): 1.9 against 2.3 to 2.9 at 32 rows, 2.8 to 2.9
+// against 3.2 to 3.7 at 48, 3.5 to 4.2 against 3.9 to 5.4 at 64, 6.1 to 6.5 against 6.3 to 7.3
+// at 96, 7.3 to 9.5 against 7.8 to 8.9 at 128 (doc/less-than-8-bit.md, "4-bit weights").
+constexpr int kUnfoldRows = 96;
 
 const KernelImplementation& ReferenceKernel();
 #if defined(__x86_64__)
