@@ -8,9 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "lowbit/internal/driver/bit_depth.h"
 #include "lowbit/internal/driver/driver.h"
 #include "lowbit/internal/kernel/kernel.h"
 #include "lowbit/internal/pack/pack.h"
+#include "lowbit/internal/pack/requantize.h"
 #include "lowbit/lowbit.h"
 #include "test/kernel_check.h"
 
@@ -159,6 +161,79 @@ TEST(BitSerialKernelTest, PackersMatchThePortablePacker) {
       }
     }
   }
+}
+
+// The requantizing packers (lines along the depth, requantized as they are read) write what
+// requantizing the lines first and packing the result with the portable packer writes, with the
+// same sums: every rounding, both operands, uint8 and int8 sources, depths across the rounding
+// sequence's blocks of 255 values and around a step of 64, lines past a block of 16.
+TEST(BitSerialKernelTest, RequantizingPackersMatchRequantizingThenPacking) {
+  std::mt19937 random(7);
+  const auto uniform = Uniform(random);
+  int checked = 0;
+  for (const BitSerial& bit_serial : BitSerialImplementations()) {
+    const KernelImplementation& implementation = *bit_serial.implementation;
+    if (implementation.pack_lhs_requantizing == nullptr) continue;
+    const KernelFormat& format = implementation.format;
+    for (bool lhs_side : {true, false}) {
+      const int width = lhs_side ? format.lhs_rows : format.rhs_cols;
+      const internal::PackedType type = lhs_side ? format.lhs_type : format.rhs_type;
+      const internal::RequantizingPackFunction pack =
+          lhs_side ? implementation.pack_lhs_requantizing : implementation.pack_rhs_requantizing;
+      const internal::Operand operand =
+          lhs_side ? internal::Operand::kLhs : internal::Operand::kRhs;
+      for (ElementType source_type : {ElementType::kUint8, ElementType::kInt8}) {
+        for (BitDepthRounding rounding : {BitDepthRounding::kNearest, BitDepthRounding::kXorshift,
+                                          BitDepthRounding::kAddMod97}) {
+          for (int bits = 1; bits <= internal::BitPlanes(type); ++bits) {
+            for (int count : {1, width + 1, 37}) {
+              for (int depth : {1, 63, 64, 65, 254, 256, 300, 600}) {
+                const int start = 3;
+                const NarrowMatrix source(start + count + 2, depth, Order::kRowMajor, source_type,
+                                          8, uniform);
+                MatrixView lines = source.view;
+                lines.data = source.bytes.data() + start * depth;
+                lines.rows = count;
+                std::vector<std::int32_t> work(internal::RequantizeWorkBytes(source.view) / 4 + 1);
+                std::vector<std::uint8_t> requantized(static_cast<std::size_t>(count) * depth);
+                std::vector<std::int32_t> requantized_sums(count);
+                internal::RequantizeLines(implementation.kernel, lines, bits, rounding, 9, operand,
+                                          requantized.data(), requantized_sums.data(), work.data(),
+                                          start);
+                MatrixView requantized_view = internal::RequantizedView(lines, requantized.data());
+                requantized_view.bits = bits;
+                const std::size_t size = internal::PackedBytes(
+                    type, static_cast<std::int64_t>((count + width - 1) / width) * width *
+                              internal::RoundUp(depth, format.depth_group));
+                std::vector<std::uint8_t> expected(size + 1, 77), packed(size + 1, 77);
+                std::vector<std::int32_t> expected_sums(count, 1000), sums(count, 1000);
+                internal::PackBitPlanesPortable(requantized_view, type, width, 0, count, 0, depth,
+                                                expected.data(), expected_sums.data());
+                // The GEMM's view of the operand has the requantized values' type and bits
+                // (RunBitDepthGemm); the requantization reads the source's own.
+                MatrixView gemm_view = source.view;
+                gemm_view.type = ElementType::kUint8;
+                gemm_view.bits = bits;
+                pack(gemm_view,
+                     internal::RequantizingPack(implementation.kernel, source.view, bits, rounding,
+                                                9, operand, start, count, work.data()),
+                     start, count, depth, packed.data(), sums.data());
+                const std::string name = bit_serial.name + (lhs_side ? " lhs" : " rhs") +
+                                         " count " + std::to_string(count) + " depth " +
+                                         std::to_string(depth) + " bits " + std::to_string(bits) +
+                                         " rounding " + std::to_string(static_cast<int>(rounding)) +
+                                         (source_type == ElementType::kInt8 ? " int8" : " uint8");
+                ASSERT_EQ(packed, expected) << name;
+                ASSERT_EQ(sums, expected_sums) << name;
+                ++checked;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no bit-serial kernel on this CPU packs as it requantizes";
 }
 
 // The portable packer itself, on a case worked by hand: 2-bit int8 values -2..1 are packed as

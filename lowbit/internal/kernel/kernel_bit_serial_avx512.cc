@@ -70,8 +70,8 @@ struct BitSerialTile {
 }  // namespace
 
 const KernelImplementation* Avx512BitSerialKernel(int lhs_bits, int rhs_bits) {
-  return BitSerialKernelFor<BitSerialTile, Kernel::kAvx512Vnni, &PackBitPlanesAvx2>(lhs_bits,
-                                                                                    rhs_bits);
+  return BitSerialKernelFor<BitSerialTile, Kernel::kAvx512Vnni, &PackBitPlanesAvx512,
+                            &PackBitPlanesRequantizingAvx512>(lhs_bits, rhs_bits);
 }
 
 }  // namespace internal

@@ -75,6 +75,18 @@ void PackByteGroupsRequantizingAvx512(const MatrixView& source,
 void PackBitPlanesAvx2(const MatrixView& source, PackedType type, int panel_width, int start,
                        int count, int depth_start, int depth, void* packed, std::int32_t* sums);
 
+// PackBitPlanesAvx2 with AVX-512 for sources whose lines run along the depth (kRowMajor), 64
+// values a step. Only call it on a CPU with AVX-512 F and BW.
+void PackBitPlanesAvx512(const MatrixView& source, PackedType type, int panel_width, int start,
+                         int count, int depth_start, int depth, void* packed, std::int32_t* sums);
+
+// Its layout of lines along the depth requantized as they are read (kernel.h,
+// RequantizingPackFunction). The same CPUs.
+void PackBitPlanesRequantizingAvx512(const MatrixView& source,
+                                     const PackRequantization& requantization, PackedType type,
+                                     int panel_width, int start, int count, int depth, void* packed,
+                                     std::int32_t* sums);
+
 // The walk the vector packers share. `steps(rows_base, stepped_depth, panels_out, panels_sums)`
 // packs the whole steps of `step_panels` adjacent whole panels of a depth-contiguous source
 // (`stepped`), and their depth tail too where `steps_take_tail` (stepped_depth is then the
