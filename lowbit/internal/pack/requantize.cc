@@ -194,15 +194,11 @@ std::size_t AcrossLinesSumsStart(int count) {
 }
 
 // The blocks' phases of lines [first_line, first_line + count) of `operand`, phases[i * blocks +
-// b]: kPhaseLines lines at a time, hashed in a vector's lanes by `phases_function` (hashed one
-// line at a time in scalar code they took about a fifth of the AVX-512 pass at depth 256).
+// b], hashed in vectors' lanes by `phases_function` (hashed one line at a time in scalar code
+// they took about a fifth of the AVX-512 pass at depth 256).
 void HashBlockPhases(BlockPhasesFunction phases_function, std::uint32_t seed, Operand operand,
                      int first_line, int count, int blocks, std::uint8_t* phases) {
-  for (int first = 0; first < count; first += kPhaseLines) {
-    phases_function(LineKey(seed, operand, first_line + first),
-                    std::min(kPhaseLines, count - first), blocks,
-                    phases + static_cast<std::ptrdiff_t>(first) * blocks);
-  }
+  phases_function(LineKey(seed, operand, first_line), count, blocks, phases);
 }
 
 // A run, or with AVX-512 a function for a whole line and one for the blocks' phases.

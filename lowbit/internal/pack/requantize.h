@@ -63,9 +63,9 @@ constexpr std::uint64_t kSplitMixIncrement = 0x9e3779b97f4a7c15ULL;
 constexpr std::uint64_t kSplitMixFirstMultiplier = 0xbf58476d1ce4e5b9ULL;
 constexpr std::uint64_t kSplitMixSecondMultiplier = 0x94d049bb133111ebULL;
 
-// The phases of blocks [0, blocks) of `lines` (at most kPhaseLines) consecutive lines, the first
-// of hash key first_key (lowbit/internal/pack/requantize.cc, LineKey): phases[i * blocks + b] is
-// SequencePhase of line i's block b.
+// The phases of blocks [0, blocks) of `lines` consecutive lines, the first of hash key first_key
+// (lowbit/internal/pack/requantize.cc, LineKey): phases[i * blocks + b] is SequencePhase of line
+// i's block b. The requantization pass hashes kPhaseLines lines at a time.
 constexpr int kPhaseLines = 8;
 using BlockPhasesFunction = void (*)(std::uint64_t first_key, int lines, int blocks,
                                      std::uint8_t* phases);

@@ -1,8 +1,9 @@
 // The requantization of a line with AVX-512 BW (lowbit/internal/pack/requantize.h): 64 values per
 // step, across the blocks of the rounding sequence, the same integer formula as every other run,
-// so the bits do not depend on which one runs; and the blocks' phases of 8 lines at once.
+// so the bits do not depend on which one runs; and the blocks' phases of 16 lines at once.
 #include "lowbit/internal/pack/requantize_avx512.h"  // and <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace lowbit {
@@ -26,27 +27,39 @@ __m512i SplitMix64(__m512i x) {
   return _mm512_xor_si512(x, _mm512_srli_epi64(x, 31));
 }
 
+// hash % 255 for the 64-bit hash in each lane: the sum of its 8 bytes (256 = 1 modulo 255), at
+// most 2040, less 255 times that sum's quotient by 255, (sum * 0x8081) >> 23 below 2^16.
+__m512i Modulo255(__m512i hash) {
+  const __m512i sum = _mm512_sad_epu8(hash, _mm512_setzero_si512());
+  const __m512i quotient = _mm512_srli_epi64(_mm512_mul_epu32(sum, _mm512_set1_epi64(0x8081)), 23);
+  return _mm512_sub_epi64(_mm512_add_epi64(sum, quotient), _mm512_slli_epi64(quotient, 8));
+}
+
 }  // namespace
 
-// A line in each 64-bit lane of a vector.
-static_assert(kPhaseLines == 8, "BlockPhasesAvx512 hashes one line per 64-bit lane");
-
+// A line in each 64-bit lane, two vectors of lines at a time: each hash is a chain of dependent
+// multiplies, and with the lines of one vector a call waited on them (8 lines a call, a twentieth
+// of a requantized 1 x 1-bit GEMM at 256^3).
 void BlockPhasesAvx512(std::uint64_t first_key, int lines, int blocks, std::uint8_t* phases) {
-  const __m512i line_hashes =
-      SplitMix64(_mm512_add_epi64(_mm512_set1_epi64(static_cast<std::int64_t>(first_key)),
-                                  _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7)));
-  for (int block = 0; block < blocks; ++block) {
-    const __m512i hash = SplitMix64(_mm512_add_epi64(line_hashes, _mm512_set1_epi64(block)));
-    // hash % 255: the sum of its 8 bytes (256 = 1 modulo 255), at most 2040, less 255 times
-    // that sum's quotient by 255, (sum * 0x8081) >> 23 below 2^16.
-    const __m512i sum = _mm512_sad_epu8(hash, _mm512_setzero_si512());
-    const __m512i quotient =
-        _mm512_srli_epi64(_mm512_mul_epu32(sum, _mm512_set1_epi64(0x8081)), 23);
-    const __m512i phase =
-        _mm512_sub_epi64(_mm512_add_epi64(sum, quotient), _mm512_slli_epi64(quotient, 8));
-    alignas(16) std::uint8_t lanes[16];
-    _mm_store_si128(reinterpret_cast<__m128i*>(lanes), _mm512_cvtepi64_epi8(phase));
-    for (int i = 0; i < lines; ++i) phases[i * blocks + block] = lanes[i];
+  constexpr int kLanes = 8;
+  const __m512i lanes = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int first = 0; first < lines; first += 2 * kLanes) {
+    const __m512i keys =
+        _mm512_add_epi64(_mm512_set1_epi64(static_cast<std::int64_t>(first_key + first)), lanes);
+    const __m512i line_hashes[2] = {SplitMix64(keys),
+                                    SplitMix64(_mm512_add_epi64(keys, _mm512_set1_epi64(kLanes)))};
+    const int count = std::min(2 * kLanes, lines - first);
+    for (int block = 0; block < blocks; ++block) {
+      const __m512i block_vector = _mm512_set1_epi64(block);
+      alignas(16) std::uint8_t block_phases[2 * kLanes];
+      for (int half = 0; half < 2; ++half) {
+        const __m512i phase =
+            Modulo255(SplitMix64(_mm512_add_epi64(line_hashes[half], block_vector)));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(block_phases + half * kLanes),
+                         _mm512_cvtepi64_epi8(phase));
+      }
+      for (int i = 0; i < count; ++i) phases[(first + i) * blocks + block] = block_phases[i];
+    }
   }
 }
 
