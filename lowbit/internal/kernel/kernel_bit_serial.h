@@ -30,8 +30,8 @@ constexpr int ByteCountGroups(int lhs_planes, int rhs_planes) {
   return 255 / (8 * (lhs_planes < rhs_planes ? lhs_planes : rhs_planes));
 }
 
-// A PackFunction for bit planes given the type and panel width: PackBitPlanesAvx2 (pack_x86.h)
-// or PackBitPlanesPortable (pack.h).
+// A PackFunction for bit planes given the type and panel width: PackBitPlanesAvx2 or
+// PackBitPlanesAvx512 (pack_x86.h), or PackBitPlanesPortable (pack.h).
 using BitPlanePacker = void (*)(const MatrixView& source, PackedType type, int panel_width,
                                 int start, int count, int depth_start, int depth, void* packed,
                                 std::int32_t* sums);
