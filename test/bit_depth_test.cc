@@ -437,6 +437,28 @@ TEST_P(BitDepthGemmTest, DeepLinesAlongTheDepthInEveryTypeAndPartialPanel) {
   }
 }
 
+// A context keeps the rounding phases of the lines its packers requantize as they read them
+// between GEMMs (PhaseCache): again with the same seed and lines, with more lines, fewer, for
+// another bit depth, another seed and another depth, every GEMM gives the reference's results.
+TEST_P(BitDepthGemmTest, RoundingPhasesKeptBetweenGemmsOfAContext) {
+  // A row-major lhs and a column-major rhs (lines along the depth), uniform offsets.
+  constexpr std::uint32_t kIndex = 2;
+  const BitDepthParams params{4, 4, BitDepthRounding::kAddMod97, 5, BitDepthMode::kRequantize};
+  BitDepthParams one_bit = params;
+  one_bit.lhs_bits = one_bit.rhs_bits = 1;
+  BitDepthParams other_seed = params;
+  other_seed.seed = 6;
+  const std::pair<Shape, BitDepthParams> gemms[] = {
+      {Shape{40, 300, 70}, params},     {Shape{40, 300, 70}, params},
+      {Shape{90, 300, 100}, params},    {Shape{17, 300, 33}, params},
+      {Shape{64, 300, 64}, one_bit},    {Shape{17, 300, 33}, other_seed},
+      {Shape{17, 600, 33}, other_seed}, {Shape{17, 300, 33}, params}};
+  for (const auto& [shape, gemm_params] : gemms) {
+    Check<std::uint8_t, std::uint8_t>(shape, kIndex, gemm_params);
+    if (HasFatalFailure()) return;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, BitDepthGemmTest, testing::ValuesIn(PathSettings({1, 2, 3})),
                          PathSettingName);
 

@@ -48,13 +48,22 @@ std::size_t RequantizeWorkBytes(const MatrixView& lines);
 struct PackRequantization;  // lowbit/internal/pack/requantize.h
 
 // The same requantization for a packer that does it as it reads the lines (kernel.h,
-// RequantizingPackFunction; the AVX-512 VNNI and AMX kernels, whose blocks' phases are hashed in
-// vectors): lines [first_line, first_line + count) of `lines`, which run along the depth
-// (row-major), count at most kSequencePeriod. Writes their blocks' phases to `work`
-// (RequantizeWorkBytes(lines), as above), which the result points to.
+// RequantizingPackFunction; the AVX-512 kernels, whose blocks' phases are hashed in vectors):
+// lines [first_line, first_line + count) of `lines`, which run along the depth (row-major), count
+// at most kSequencePeriod. The result points to their blocks' phases in `all_phases`, the phases
+// of every line of `lines` (HashPhases), or where it is null, to those it writes to `work`
+// (RequantizeWorkBytes(lines), as above).
 PackRequantization RequantizingPack(Kernel kernel, const MatrixView& lines, int bits,
                                     BitDepthRounding resolved, std::uint32_t seed, Operand operand,
-                                    int first_line, int count, void* work);
+                                    int first_line, int count, void* work,
+                                    const std::uint8_t* all_phases = nullptr);
+
+// The blocks' phases of every line of `lines` (row-major) of `operand`, as RequantizingPack hashes
+// them for rounding other than kNearest: PhasesBytes(lines) bytes. `kernel` as for
+// RequantizingPack.
+std::size_t PhasesBytes(const MatrixView& lines);
+void HashPhases(Kernel kernel, const MatrixView& lines, std::uint32_t seed, Operand operand,
+                std::uint8_t* phases);
 
 // The uint8 matrix RequantizeLines writes to `out` for `lines`.
 MatrixView RequantizedView(const MatrixView& lines, std::uint8_t* out);

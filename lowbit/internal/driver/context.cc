@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "lowbit/internal/driver/bit_depth.h"
 #include "lowbit/internal/driver/context_state.h"
 #include "lowbit/internal/driver/driver.h"
 #include "lowbit/public/checks.h"
@@ -31,6 +32,21 @@ int UsableCores() {
 }
 
 ContextState::ContextState() : caches(DetectCacheSizes()), cores(UsableCores()) {}
+
+const std::uint8_t* PhaseCache::For(Kernel kernel, const MatrixView& lines, std::uint32_t seed,
+                                    Operand operand) {
+  Entry& entry = entries_[operand == Operand::kLhs ? 0 : 1];
+  // A line's phases do not depend on how many lines there are: fewer lines read the first ones.
+  if (entry.phases.empty() || entry.seed != seed || entry.depth != lines.cols ||
+      entry.lines < lines.rows) {
+    entry.phases.resize(PhasesBytes(lines));
+    HashPhases(kernel, lines, seed, operand, entry.phases.data());
+    entry.seed = seed;
+    entry.lines = lines.rows;
+    entry.depth = lines.cols;
+  }
+  return entry.phases.data();
+}
 
 ContextState::~ContextState() {
   if (pool_ != nullptr) pthreadpool_destroy(pool_);

@@ -261,7 +261,7 @@ struct GemmTask {
         packing.pack_requantizing(
             lines,
             RequantizingPack(resolved_kernel, r.lines, r.bits, r.rounding, r.seed, r.operand,
-                             start + first, lines_now, memory.work),
+                             start + first, lines_now, memory.work, r.phases),
             start + first, lines_now, depth, packed + first / packing.width * packing.panel_bytes,
             sums + first);
         if (!set_terms) continue;
@@ -648,8 +648,27 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
                       : std::pair<Part, Part>(lhs_part, rhs_part);
   };
   // Requantized operands, as the task sees them: each worker requantizes a panel at a time.
-  const auto [lhs_requantization, rhs_requantization] =
+  const auto [result_side_lhs, result_side_rhs] =
       task_sides(&NarrowOperands::lhs_requantization, &NarrowOperands::rhs_requantization);
+  // Lines the kernel's packers requantize as they read them, with probabilistic rounding, take
+  // their blocks' phases from the context's cache.
+  LineRequantization cached_sides[2];
+  const auto with_cached_phases = [&](const LineRequantization* requantization,
+                                      RequantizingPackFunction pack,
+                                      LineRequantization* copy) -> const LineRequantization* {
+    if (requantization == nullptr || pack == nullptr ||
+        requantization->lines.order != Order::kRowMajor ||
+        requantization->rounding == BitDepthRounding::kNearest) {
+      return requantization;
+    }
+    *copy = *requantization;
+    copy->phases = state.phases.For(resolved_kernel, copy->lines, copy->seed, copy->operand);
+    return copy;
+  };
+  const LineRequantization* const lhs_requantization =
+      with_cached_phases(result_side_lhs, kernel.pack_lhs_requantizing, &cached_sides[0]);
+  const LineRequantization* const rhs_requantization =
+      with_cached_phases(result_side_rhs, kernel.pack_rhs_requantizing, &cached_sides[1]);
   // A short lhs against an rhs whose columns hold their depth values adjacent: the kernel reads
   // the rhs where it lies. Packing it would cost several times the product (1 x 1024 x 1024:
   // packing took 70% of the time, the tile 19%). Declared-range operands too, whose values are

@@ -198,6 +198,9 @@ struct LineRequantization {
   double term_scale;
   const double* term_base;
   double* term;
+  // The blocks' phases of every line (HashPhases, bit_depth.h) where the driver has them at
+  // hand (the context's PhaseCache), else null.
+  const std::uint8_t* phases = nullptr;
 };
 
 struct DeclaredRange;  // bit_depth.h

@@ -314,6 +314,16 @@ RunChoice RunFor(Kernel kernel) {
   return {&RequantizeRun, nullptr, nullptr};
 }
 
+// `kernel`'s function that hashes blocks' phases in vectors, which the packers that requantize
+// as they read rely on.
+BlockPhasesFunction PhasesFunctionFor(Kernel kernel) {
+  const BlockPhasesFunction function = RunFor(kernel).phases_function;
+  if (function == nullptr) {
+    throw std::logic_error("requantizing packers need a kernel that hashes phases in vectors");
+  }
+  return function;
+}
+
 }  // namespace
 
 int SequenceValue(BitDepthRounding resolved, int position) {
@@ -343,20 +353,31 @@ std::size_t RequantizeWorkBytes(const MatrixView& lines) {
 
 PackRequantization RequantizingPack(Kernel kernel, const MatrixView& lines, int bits,
                                     BitDepthRounding resolved, std::uint32_t seed, Operand operand,
-                                    int first_line, int count, void* work) {
-  auto* phases = static_cast<std::uint8_t*>(work);
+                                    int first_line, int count, void* work,
+                                    const std::uint8_t* all_phases) {
+  const BlockPhasesFunction phases_function = PhasesFunctionFor(kernel);
   const int blocks = BlockCount(lines.cols);
   const bool hashed = resolved != BitDepthRounding::kNearest;
-  const BlockPhasesFunction phases_function = RunFor(kernel).phases_function;
-  if (phases_function == nullptr) {
-    throw std::logic_error("requantizing packers need a kernel that hashes phases in vectors");
-  }
-  if (hashed) {
-    HashBlockPhases(phases_function, seed, operand, first_line, count, blocks, phases);
+  const std::uint8_t* phases = static_cast<std::uint8_t*>(work);
+  if (!hashed) {
+    std::fill(static_cast<std::uint8_t*>(work), static_cast<std::uint8_t*>(work) + blocks, 0);
+  } else if (all_phases != nullptr) {
+    phases = all_phases + static_cast<std::ptrdiff_t>(first_line) * blocks;
   } else {
-    std::fill(phases, phases + blocks, 0);
+    HashBlockPhases(phases_function, seed, operand, first_line, count, blocks,
+                    static_cast<std::uint8_t*>(work));
   }
   return {OffsetTableFor<1>(resolved), phases, hashed ? blocks : 0, ScaleOf(bits), FlipOf(lines)};
+}
+
+std::size_t PhasesBytes(const MatrixView& lines) {
+  return static_cast<std::size_t>(lines.rows) * BlockCount(lines.cols);
+}
+
+void HashPhases(Kernel kernel, const MatrixView& lines, std::uint32_t seed, Operand operand,
+                std::uint8_t* phases) {
+  HashBlockPhases(PhasesFunctionFor(kernel), seed, operand, 0, lines.rows, BlockCount(lines.cols),
+                  phases);
 }
 
 void RequantizeLines(Kernel kernel, const MatrixView& lines, int bits, BitDepthRounding resolved,
