@@ -10,6 +10,7 @@
 #define LOWBIT_INTERNAL_KERNEL_KERNEL_BIT_SERIAL_H_
 
 #include <cstdint>
+#include <type_traits>
 
 #include "lowbit/internal/kernel/kernel.h"
 
@@ -36,18 +37,16 @@ using BitPlanePacker = void (*)(const MatrixView& source, PackedType type, int p
                                 int start, int count, int depth_start, int depth, void* packed,
                                 std::int32_t* sums);
 
-// And where the ISA has one, a RequantizingPackFunction for bit planes given the type and panel
-// width (PackBitPlanesRequantizingAvx512, pack_x86.h), or null.
-using BitPlaneRequantizingPacker = void (*)(const MatrixView& source,
-                                            const PackRequantization& requantization,
-                                            PackedType type, int panel_width, int start, int count,
-                                            int depth, void* packed, std::int32_t* sums);
-
 // Tile<kLhsPlanes, kRhsPlanes> provides kRows, kCols and Run<kUsedRows>(const std::uint32_t* lhs,
 // const std::uint32_t* rhs, int padded_depth, std::int32_t* acc, int acc_stride, bool accumulate),
 // the micro-kernel for kUsedRows rows.
+// And where the ISA has them, RequantizingPacker is a type whose static Pack(source,
+// requantization, type, panel_width, start, count, depth, packed, sums) packs bit planes of lines
+// it requantizes as it reads them (PackBitPlanesRequantizingAvx512, pack_x86.h), else void. (A
+// type rather than a function pointer that may be null: GCC's sanitizer builds do not take a
+// function's address compared with null as a constant.)
 template <template <int, int> class Tile, int kLhsPlanes, int kRhsPlanes, Kernel kKernel,
-          BitPlanePacker kPack, BitPlaneRequantizingPacker kPackRequantizing>
+          BitPlanePacker kPack, typename RequantizingPacker>
 struct BitSerialKernel {
   using PlaneTile = Tile<kLhsPlanes, kRhsPlanes>;
   static constexpr KernelFormat kFormat{PlaneTile::kRows, PlaneTile::kCols, kBitPlaneGroup,
@@ -74,24 +73,25 @@ struct BitSerialKernel {
           sums);
   }
 
-  static void PackLhsRequantizing(const MatrixView& source,
-                                  const PackRequantization& requantization, int start, int count,
-                                  int depth, void* packed, std::int32_t* sums) {
-    kPackRequantizing(source, requantization, kFormat.lhs_type, kFormat.lhs_rows, start, count,
-                      depth, packed, sums);
+  template <bool kLhs>
+  static void PackRequantizing(const MatrixView& source, const PackRequantization& requantization,
+                               int start, int count, int depth, void* packed, std::int32_t* sums) {
+    RequantizingPacker::Pack(source, requantization, kLhs ? kFormat.lhs_type : kFormat.rhs_type,
+                             kLhs ? kFormat.lhs_rows : kFormat.rhs_cols, start, count, depth,
+                             packed, sums);
   }
 
-  static void PackRhsRequantizing(const MatrixView& source,
-                                  const PackRequantization& requantization, int start, int count,
-                                  int depth, void* packed, std::int32_t* sums) {
-    kPackRequantizing(source, requantization, kFormat.rhs_type, kFormat.rhs_cols, start, count,
-                      depth, packed, sums);
+  template <bool kLhs>
+  static constexpr RequantizingPackFunction RequantizingPack() {
+    if constexpr (std::is_void<RequantizingPacker>::value) {
+      return nullptr;
+    } else {
+      return &PackRequantizing<kLhs>;
+    }
   }
 
-  static constexpr RequantizingPackFunction kLhsRequantizing =
-      kPackRequantizing != nullptr ? &PackLhsRequantizing : nullptr;
-  static constexpr RequantizingPackFunction kRhsRequantizing =
-      kPackRequantizing != nullptr ? &PackRhsRequantizing : nullptr;
+  static constexpr RequantizingPackFunction kLhsRequantizing = RequantizingPack<true>();
+  static constexpr RequantizingPackFunction kRhsRequantizing = RequantizingPack<false>();
   static constexpr KernelImplementation kImplementation{
       kKernel, kFormat, &PackLhs, &PackRhs, &MicroKernel,     nullptr,
       nullptr, nullptr, nullptr,  nullptr,  kLhsRequantizing, kRhsRequantizing};
@@ -99,17 +99,17 @@ struct BitSerialKernel {
 
 // The implementation of Tile for these bit depths, or null unless both are 1 or 2.
 template <template <int, int> class Tile, Kernel kKernel, BitPlanePacker kPack,
-          BitPlaneRequantizingPacker kPackRequantizing = nullptr>
+          typename RequantizingPacker = void>
 const KernelImplementation* BitSerialKernelFor(int lhs_bits, int rhs_bits) {
   if (lhs_bits < 1 || lhs_bits > 2 || rhs_bits < 1 || rhs_bits > 2) return nullptr;
   if (lhs_bits == 1) {
     return rhs_bits == 1
-               ? &BitSerialKernel<Tile, 1, 1, kKernel, kPack, kPackRequantizing>::kImplementation
-               : &BitSerialKernel<Tile, 1, 2, kKernel, kPack, kPackRequantizing>::kImplementation;
+               ? &BitSerialKernel<Tile, 1, 1, kKernel, kPack, RequantizingPacker>::kImplementation
+               : &BitSerialKernel<Tile, 1, 2, kKernel, kPack, RequantizingPacker>::kImplementation;
   }
   return rhs_bits == 1
-             ? &BitSerialKernel<Tile, 2, 1, kKernel, kPack, kPackRequantizing>::kImplementation
-             : &BitSerialKernel<Tile, 2, 2, kKernel, kPack, kPackRequantizing>::kImplementation;
+             ? &BitSerialKernel<Tile, 2, 1, kKernel, kPack, RequantizingPacker>::kImplementation
+             : &BitSerialKernel<Tile, 2, 2, kKernel, kPack, RequantizingPacker>::kImplementation;
 }
 
 }  // namespace internal

@@ -67,11 +67,21 @@ struct BitSerialTile {
   }
 };
 
+// The packers that requantize lines along the depth as they read them.
+struct RequantizingBitPlanes {
+  static void Pack(const MatrixView& source, const PackRequantization& requantization,
+                   PackedType type, int panel_width, int start, int count, int depth, void* packed,
+                   std::int32_t* sums) {
+    PackBitPlanesRequantizingAvx512(source, requantization, type, panel_width, start, count, depth,
+                                    packed, sums);
+  }
+};
+
 }  // namespace
 
 const KernelImplementation* Avx512BitSerialKernel(int lhs_bits, int rhs_bits) {
   return BitSerialKernelFor<BitSerialTile, Kernel::kAvx512Vnni, &PackBitPlanesAvx512,
-                            &PackBitPlanesRequantizingAvx512>(lhs_bits, rhs_bits);
+                            RequantizingBitPlanes>(lhs_bits, rhs_bits);
 }
 
 }  // namespace internal
