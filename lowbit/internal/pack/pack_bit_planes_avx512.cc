@@ -109,33 +109,19 @@ void PackBitPlanesRequantizingAvx512(const MatrixView& source,
                                      int panel_width, int start, int count, int depth, void* packed,
                                      std::int32_t* sums) {
   const BitPlaneRows rows = BitPlaneRows::Cleared(type, panel_width, count, depth, packed);
-  const auto* lines = static_cast<const std::uint8_t*>(source.data) +
-                      static_cast<std::ptrdiff_t>(start) * source.stride;
-  const auto delta = static_cast<std::int8_t>(-PackedValueShift(type, source));
-  if (rows.planes == 1 && requantization.scale == 1 && delta == 0) {
-    // One bit: (u + offset) / 255 is 1 exactly where u + offset + 1 > 255, u > ~(offset + 1)
-    // as bytes: a compare, where the general formula (Requantizer) takes eight instructions and
-    // a test. Past the depth the offsets load as 0, whose complement no byte exceeds.
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(requantization.flip));
-    const std::ptrdiff_t stride = source.stride;
+  const RequantizingLineReader read(static_cast<const std::uint8_t*>(source.data) +
+                                        static_cast<std::ptrdiff_t>(start) * source.stride,
+                                    source.stride, requantization,
+                                    static_cast<std::int8_t>(-PackedValueShift(type, source)));
+  if (rows.planes == 1 && read.OneBitUnshifted()) {
     PackPlanesAlongDepth<1>(
         rows, count, depth,
         [&](int line, int d, const SequenceStep& step, __mmask64 in_depth,
-            std::uint64_t(&bits)[1]) {
-          const __m512i values =
-              _mm512_xor_si512(_mm512_maskz_loadu_epi8(in_depth, lines + line * stride + d), flip);
-          const __m512i offsets_plus_one =
-              step.Offsets(requantization.table_plus_one,
-                           requantization.phases + line * requantization.phase_stride, in_depth);
-          bits[0] = _mm512_cmpgt_epu8_mask(
-              values, _mm512_ternarylogic_epi32(offsets_plus_one, offsets_plus_one,
-                                                offsets_plus_one, 0x55));
-        },
+            std::uint64_t(&bits)[1]) { bits[0] = read.OneBitMask(line, d, step, in_depth); },
         sums);
     return;
   }
-  PackValuesAlongDepth(rows, count, depth,
-                       RequantizingLineReader(lines, source.stride, requantization, delta), sums);
+  PackValuesAlongDepth(rows, count, depth, read, sums);
 }
 
 }  // namespace internal

@@ -108,16 +108,33 @@ class RequantizingLineReader {
 
   // Line `line`'s values from depth `d`, the step of every line from there.
   __m512i operator()(int line, int d, const SequenceStep& step, __mmask64 in_depth) const {
-    const __m512i values = requantize_(
-        requantize_.Load(lines_ + line * stride_ + d, in_depth),
-        step.Offsets(requantization_.table_plus_one,
-                     requantization_.phases + line * requantization_.phase_stride, in_depth),
-        in_depth);
+    const __m512i values =
+        requantize_(Load(line, d, in_depth), OffsetsPlusOne(line, step, in_depth), in_depth);
     // The requantized values are zero outside the depth already.
     return shifts_ ? _mm512_maskz_add_epi8(in_depth, values, delta_) : values;
   }
 
+  // The same for 1 bit (scale 1) and no shift, as a mask of the values that requantize to 1:
+  // (u + offset) / 255 is 1 exactly where u + offset + 1 > 255, u > ~(offset + 1) as bytes, a
+  // compare where the general formula takes eight instructions and a test. Past the depth the
+  // offsets load as 0, whose complement no byte exceeds.
+  __mmask64 OneBitMask(int line, int d, const SequenceStep& step, __mmask64 in_depth) const {
+    const __m512i offsets_plus_one = OffsetsPlusOne(line, step, in_depth);
+    return _mm512_cmpgt_epu8_mask(
+        Load(line, d, in_depth),
+        _mm512_ternarylogic_epi32(offsets_plus_one, offsets_plus_one, offsets_plus_one, 0x55));
+  }
+  bool OneBitUnshifted() const { return requantization_.scale == 1 && !shifts_; }
+
  private:
+  __m512i Load(int line, int d, __mmask64 in_depth) const {
+    return requantize_.Load(lines_ + line * stride_ + d, in_depth);
+  }
+  __m512i OffsetsPlusOne(int line, const SequenceStep& step, __mmask64 in_depth) const {
+    return step.Offsets(requantization_.table_plus_one,
+                        requantization_.phases + line * requantization_.phase_stride, in_depth);
+  }
+
   const std::uint8_t* lines_;
   std::ptrdiff_t stride_;
   PackRequantization requantization_;
