@@ -121,6 +121,12 @@ struct RequantizeScratch {
   }
 };
 
+// Whether `pack`, a kernel's packer that requantizes lines as it reads them (or null), takes the
+// lines of `r`: those along the depth. The others are requantized into scratch first.
+bool RequantizedAsPacked(RequantizingPackFunction pack, const LineRequantization& r) {
+  return pack != nullptr && r.lines.order == Order::kRowMajor;
+}
+
 // Lines [first, first + count) of a view of lines by depth.
 MatrixView SubLines(const MatrixView& lines, int first, int count) {
   MatrixView part = lines;
@@ -249,7 +255,7 @@ struct GemmTask {
     const LineRequantization& r = *requantization;
     const RequantizeScratch memory =
         RequantizeScratch::In(scratch.requantize, requantize_width, depth);
-    if (packing.pack_requantizing != nullptr && r.lines.order == Order::kRowMajor) {
+    if (RequantizedAsPacked(packing.pack_requantizing, r)) {
       // As many whole panels a call as the scratch has room for the lines' sums: the AVX-512
       // VNNI kernel's lhs packer steps two 8-row panels at once.
       const int call_lines = requantize_width / packing.width * packing.width;
@@ -656,8 +662,7 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   const auto with_cached_phases = [&](const LineRequantization* requantization,
                                       RequantizingPackFunction pack,
                                       LineRequantization* copy) -> const LineRequantization* {
-    if (requantization == nullptr || pack == nullptr ||
-        requantization->lines.order != Order::kRowMajor ||
+    if (requantization == nullptr || !RequantizedAsPacked(pack, *requantization) ||
         requantization->rounding == BitDepthRounding::kNearest) {
       return requantization;
     }
