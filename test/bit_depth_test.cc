@@ -560,13 +560,18 @@ TEST_P(DeclaredRangeTest, ResultsAreExact) {
 INSTANTIATE_TEST_SUITE_P(Paths, DeclaredRangeTest, testing::ValuesIn(PathSettings({1, 3})),
                          PathSettingName);
 
-// Prepacked weights declared 4-bit, which AVX-512 VNNI stores two to a byte: multiplied as they
-// are by a short lhs, and unfolded chunk by chunk for one of more than kUnfoldRows rows.
+// Prepacked weights declared 4-bit, which AVX-512 VNNI and AVX2 store two to a byte: multiplied
+// as they are by a short lhs, and unfolded chunk by chunk for one of more rows than the kernel's
+// unfold_above_rows.
 TEST_P(DeclaredRangeTest, FourBitWeightsForShortAndTallLhs) {
   Context context;
   Configure(&context, GetParam());
   std::mt19937 random(13);
-  for (int rows : {1, 8, internal::kUnfoldRows, internal::kUnfoldRows + 1, 70}) {
+  const int folded_rows =
+      internal::GetPrepackedRhsKernelImplementation(context.ResolvedKernel(), 8, 4)
+          .unfold_above_rows;
+  for (int rows : {1, 2, 8, folded_rows, folded_rows + 1, 70, 97}) {
+    if (rows == 0) continue;
     const Shape shape{rows, 77, 70};
     OwnedMatrix<std::uint8_t> lhs(shape.rows, shape.depth, Order::kRowMajor, 0, &random);
     OwnedMatrix<std::int8_t> rhs(shape.depth, shape.cols, Order::kColMajor, 0, &random);

@@ -120,16 +120,24 @@ void PackPortably(const MatrixView& source, const KernelFormat& format, internal
       }
       return;
     }
-    case internal::PackedType::kUint4Pairs: {
-      // Byte groups, each step's two halves (the tile's two rhs vectors) folded into nibbles.
+    case internal::PackedType::kUint4Pairs:
+    case internal::PackedType::kInt4Pairs: {
+      // Byte groups, each step's two halves (the tile's two rhs vectors) folded into nibbles,
+      // int8 values plus 8.
+      const bool is_signed = type == internal::PackedType::kInt4Pairs;
       const std::size_t bytes = 2 * PackedBytes(count, width, depth, format, type);
       std::vector<std::uint8_t> groups(bytes);
-      internal::PackBytesPortable(source, internal::PackedType::kUint8, format, width, start, count,
-                                  depth_start, depth, groups.data(), sums);
+      internal::PackBytesPortable(
+          source, is_signed ? internal::PackedType::kInt8 : internal::PackedType::kUint8, format,
+          width, start, count, depth_start, depth, groups.data(), sums);
+      const int bias = is_signed ? 8 : 0;
       const std::size_t half = 2 * static_cast<std::size_t>(width);
       for (std::size_t step = 0; step < bytes; step += 2 * half) {
         for (std::size_t j = 0; j < half; ++j) {
-          *packed++ = static_cast<std::uint8_t>(groups[step + j] | groups[step + half + j] << 4);
+          const int low = static_cast<std::int8_t>(groups[step + j]) + bias;
+          const int high = static_cast<std::int8_t>(groups[step + half + j]) + bias;
+          ASSERT_TRUE(low >= 0 && low < 16 && high >= 0 && high < 16) << "not a 4-bit value";
+          *packed++ = static_cast<std::uint8_t>(low | high << 4);
         }
       }
       return;
@@ -202,7 +210,10 @@ TEST(KernelX86Test, FourBitWeightsTwoToAByte) {
     const KernelImplementation& implementation =
         internal::GetPrepackedRhsKernelImplementation(kernel, 8, 4, 1);
     const KernelFormat& format = implementation.format;
-    if (format.rhs_type != internal::PackedType::kUint4Pairs) continue;
+    if (format.rhs_type != internal::PackedType::kUint4Pairs &&
+        format.rhs_type != internal::PackedType::kInt4Pairs) {
+      continue;
+    }
     const std::string name = KernelName(kernel);
     for (int lhs_rows : {2, 8}) {
       EXPECT_EQ(&internal::GetPrepackedRhsKernelImplementation(kernel, 8, 4, lhs_rows),

@@ -85,8 +85,8 @@ struct KernelEntry {
   // where BitSerialPays. Or null.
   const internal::KernelImplementation* (*bit_serial_implementation)(int lhs_bits,
                                                                      int rhs_bits) = nullptr;
-  // For prepacked weights of at most 4 bits, stored two to a byte, where no narrow kernel takes
-  // them. Or null.
+  // For prepacked weights of at most 4 bits, stored two to a byte, where no bit-serial kernel
+  // takes them. Or null.
   const internal::KernelImplementation& (*uint4_weights_implementation)() = nullptr;
 };
 const KernelEntry kKernels[] = {
@@ -97,7 +97,7 @@ const KernelEntry kKernels[] = {
      &internal::Sse41NarrowKernel, &internal::WriteOutputSse41},
     {Kernel::kAvx2, &HasAvx2, &internal::Avx2Kernel, &internal::Avx2PrepackedKernel,
      &internal::Avx2NibbleKernel, &internal::Avx2NarrowKernel, &internal::WriteOutputAvx2,
-     &internal::Avx2BitSerialKernel},
+     &internal::Avx2BitSerialKernel, &internal::Avx2Int4PairsKernel},
     // vpdpbusd multiplies full 8-bit values at the rate int16 narrow kernels would: the only
     // narrow ones are bit-serial.
     {Kernel::kAvx512Vnni, &HasAvx512Vnni, &internal::Avx512VnniKernel, &internal::Avx512VnniKernel,
@@ -296,12 +296,15 @@ const KernelImplementation* GetTimedAlternativeImplementation(Kernel kernel, int
 const KernelImplementation& GetPrepackedRhsKernelImplementation(Kernel kernel, int lhs_bits,
                                                                 int rhs_bits, int lhs_rows) {
   const KernelEntry& entry = ResolvedEntry(kernel);
-  const KernelImplementation* narrow = NarrowImplementation(
-      entry, lhs_bits, rhs_bits, BitSerialPays(kernel, lhs_bits, rhs_bits, kUnboundedUses));
-  if (narrow != nullptr) return *narrow;
-  if (rhs_bits <= 4 && entry.uint4_weights_implementation != nullptr) {
+  const bool bit_serial_pays = BitSerialPays(kernel, lhs_bits, rhs_bits, kUnboundedUses);
+  const bool bit_serial = bit_serial_pays && entry.bit_serial_implementation != nullptr &&
+                          entry.bit_serial_implementation(lhs_bits, rhs_bits) != nullptr;
+  if (!bit_serial && rhs_bits <= 4 && entry.uint4_weights_implementation != nullptr) {
     return entry.uint4_weights_implementation();
   }
+  const KernelImplementation* narrow =
+      NarrowImplementation(entry, lhs_bits, rhs_bits, bit_serial_pays);
+  if (narrow != nullptr) return *narrow;
   // Interleaved in one process on 1024x1024 prepacked weights, the nibble tile was 10% faster
   // than the quad tile for 2 lhs rows, and 4 to 10% slower for 3, 4, 5 and 8.
   constexpr int kMatrixVectorRows = 2;

@@ -606,8 +606,8 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   }
   const KernelImplementation& chosen = kernel_decision.preferred ? by_rule : *alternative;
   const bool unfold =
-      packed_rhs != nullptr && chosen.unfold_rhs != nullptr && lhs.rows > kUnfoldRows;
-  const KernelImplementation& kernel = unfold ? chosen.unfolded() : chosen;
+      packed_rhs != nullptr && chosen.unfold_rhs != nullptr && lhs.rows > chosen.unfold_above_rows;
+  const KernelImplementation& kernel = unfold ? chosen.unfolded(lhs.bits, rhs.bits) : chosen;
   const OutputWriter output_writer =
       target.program != nullptr ? OutputWriterFor(resolved_kernel) : nullptr;
   const KernelFormat& format = kernel.format;

@@ -22,9 +22,19 @@ namespace internal {
 // an 8-bit value by int8 without saturating. kOneBitPlane and kTwoBitPlanes are kUint8 values of
 // 1 or 2 bits split into bit planes, one bit per value, for kernels that multiply by AND and
 // popcount (kBitPlaneGroup has the layout). kUint4Pairs is kUint8 values of at most 4 bits, two
-// to a byte, for weights read from memory on every call (kernel_avx512vnni.cc has the layout).
+// to a byte, for weights read from memory on every call (kernel_avx512vnni.cc has the layout);
+// kInt4Pairs the same for kInt8 values, each nibble the value plus 8 (kernel_avx2.cc).
 // The driver adds the shift back through the offsets.
-enum class PackedType { kInt16, kInt8, kUint8, kNibbles, kOneBitPlane, kTwoBitPlanes, kUint4Pairs };
+enum class PackedType {
+  kInt16,
+  kInt8,
+  kUint8,
+  kNibbles,
+  kOneBitPlane,
+  kTwoBitPlanes,
+  kUint4Pairs,
+  kInt4Pairs
+};
 
 // The bits one packed value takes.
 inline int PackedBits(PackedType type) {
@@ -37,6 +47,7 @@ inline int PackedBits(PackedType type) {
     case PackedType::kTwoBitPlanes:
       return 2;
     case PackedType::kUint4Pairs:
+    case PackedType::kInt4Pairs:
       return 4;
     default:
       return 8;
@@ -61,8 +72,9 @@ constexpr int kBitPlaneGroup = 32;
 // What packing subtracts from each value of `source`.
 inline int PackedValueShift(PackedType packed, const MatrixView& source) {
   const int half_range = 1 << (source.bits - 1);
-  const bool unsigned_values = packed != PackedType::kInt16 && packed != PackedType::kInt8;
-  if (packed == PackedType::kInt8 && source.type == ElementType::kUint8) return half_range;
+  const bool signed_values = packed == PackedType::kInt8 || packed == PackedType::kInt4Pairs;
+  const bool unsigned_values = packed != PackedType::kInt16 && !signed_values;
+  if (signed_values && source.type == ElementType::kUint8) return half_range;
   if (unsigned_values && source.type == ElementType::kInt8) return -half_range;
   return 0;
 }
@@ -144,12 +156,13 @@ struct KernelImplementation {
   // Where the kernel has one: the driver uses it instead of packing the rhs for an lhs of at most
   // kMaxDirectRhsRows rows whose rhs columns are adjacent in memory.
   DirectRhsFunction direct_rhs = nullptr;
-  // For a prepacked rhs layout that trades arithmetic for bytes (kUint4Pairs): the implementation
-  // that multiplies the same values in the kernel's ordinary layout, and the function that
-  // rewrites `panels` rhs panels of `padded_depth` into that layout. The driver uses them for an
-  // lhs of more than kUnfoldRows rows, whose GEMM is bound by arithmetic rather than by reading
-  // the rhs: each block of rhs columns is unfolded into cache before its tiles run.
-  const KernelImplementation& (*unfolded)() = nullptr;
+  // For a prepacked rhs layout that trades arithmetic for bytes (kUint4Pairs, kInt4Pairs): the
+  // implementation that multiplies the same values in the kernel's ordinary layout for these bit
+  // depths, and the function that rewrites `panels` rhs panels of `padded_depth` into that layout.
+  // The driver uses them for an lhs of more than unfold_above_rows rows (below), whose GEMM is
+  // bound by arithmetic rather than by reading the rhs: each block of rhs columns is unfolded into
+  // cache before its tiles run.
+  const KernelImplementation& (*unfolded)(int lhs_bits, int rhs_bits) = nullptr;
   void (*unfold_rhs)(const void* packed, int panels, int padded_depth, void* out) = nullptr;
   // Where the micro-kernel keeps state in the CPU between calls (AMX's tile configuration):
   // `prepare` sets it up on the calling thread before a run of micro-kernel calls with nothing
@@ -162,12 +175,9 @@ struct KernelImplementation {
   // scratch first and pack from there. Or null.
   RequantizingPackFunction pack_lhs_requantizing = nullptr;
   RequantizingPackFunction pack_rhs_requantizing = nullptr;
+  // With unfolded: the most lhs rows the kernel multiplies in its own layout.
+  int unfold_above_rows = 0;
 };
-// Measured on 4096 x 4096 weights of 4 bits, one thread, milliseconds a call of two to a byte
-// against unfolded (gemm_repeat, alternating runs): 1.9 against 2.3 to 2.9 at 32 rows, 2.8 to 2.9
-// against 3.2 to 3.7 at 48, 3.5 to 4.2 against 3.9 to 5.4 at 64, 6.1 to 6.5 against 6.3 to 7.3
-// at 96, 7.3 to 9.5 against 7.8 to 8.9 at 128 (doc/less-than-8-bit.md, "4-bit weights").
-constexpr int kUnfoldRows = 96;
 
 const KernelImplementation& ReferenceKernel();
 #if defined(__x86_64__)
@@ -181,6 +191,8 @@ const KernelImplementation& Avx2Kernel();
 // For prepacked weights of at most 4 bits (kUint4Pairs): the AVX-512 VNNI tile reading them two
 // to a byte, half the bytes of a memory-bound product.
 const KernelImplementation& Avx512VnniUint4PairsKernel();
+// The same with AVX2 alone (kInt4Pairs): the narrow tile reading them two to a byte.
+const KernelImplementation& Avx2Int4PairsKernel();
 // AVX2 for 8-bit weights prepacked as int8 byte groups (PrepackedRhs): the quad tile of
 // kernel_avx2.cc, for an lhs of several rows, and the nibble tile of kernel_nibbles_x86.h, for
 // matrix-vector products. Both read the same rhs layout.
@@ -236,8 +248,9 @@ const KernelImplementation* GetTimedAlternativeImplementation(Kernel kernel, int
                                                               int rhs_bits, int uses);
 // The implementation that packs prepacked weights (PrepackedRhs) for `kernel` and multiplies
 // them with an lhs of `lhs_rows` rows (0 to pack them: every implementation this returns for the
-// same kernel and bit depths reads the same rhs layout): the narrow one for bit depths that have
-// one; else for weights of at most 4 bits the kernel's two-to-a-byte one, where it has one; else
+// same kernel and bit depths reads the same rhs layout): the bit-serial one where it pays; else
+// for weights of at most 4 bits the kernel's two-to-a-byte one, where it has one; else the narrow
+// one for bit depths that have one; else
 // the kernel's matrix-vector one, where it has one, for one or two rows; else the same as for an
 // ordinary rhs or one whose rhs layout suits an operand read from memory on every call.
 const KernelImplementation& GetPrepackedRhsKernelImplementation(Kernel kernel, int lhs_bits = 8,

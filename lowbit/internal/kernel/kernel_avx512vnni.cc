@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <vector>
 
 // <immintrin.h> through this header first: without GCC 12's false -Wuninitialized reports.
 #include "lowbit/fixedpoint/fixedpoint_avx512.h"
@@ -255,26 +254,12 @@ void UnfoldUint4Pairs(const void* packed, int panels, int padded_depth, void* ou
   }
 }
 
-// Packs kUint8 byte groups a panel at a time, then folds each step's two vectors into one. Only
-// prepacking calls it, once per set of weights: the panel buffer is allocated here.
+// Packs kUint8 byte groups a panel at a time, then folds each step's two vectors into one.
 void PackRhsUint4Pairs(const MatrixView& source, int start, int count, int depth_start, int depth,
                        void* packed, std::int32_t* sums) {
-  constexpr int kWidth = kFormat.rhs_cols;
-  constexpr int kStep = 2 * Uint4PairSteps::kStepBytes;
-  std::vector<std::uint8_t> panel(static_cast<std::size_t>(kWidth) *
-                                  RoundUp(depth, kFormat.depth_group));
-  auto* out = static_cast<std::uint8_t*>(packed);
-  for (int first = 0; first < count; first += kWidth) {
-    PackByteGroupsAvx512(source, PackedType::kUint8, kWidth, start + first,
-                         std::min(kWidth, count - first), depth_start, depth, panel.data(),
-                         sums + first);
-    for (std::size_t step = 0; step < panel.size(); step += kStep) {
-      for (int j = 0; j < Uint4PairSteps::kStepBytes; ++j) {
-        *out++ = static_cast<std::uint8_t>(panel[step + j] |
-                                           panel[step + Uint4PairSteps::kStepBytes + j] << 4);
-      }
-    }
-  }
+  PackNibblePairs(&PackByteGroupsAvx512, PackedType::kUint8, kFormat.rhs_cols, kFormat.depth_group,
+                  2 * Uint4PairSteps::kStepBytes, source, start, count, depth_start, depth, packed,
+                  sums);
 }
 
 }  // namespace
@@ -299,11 +284,24 @@ const KernelImplementation& Avx512VnniKernel() {
 }
 
 const KernelImplementation& Avx512VnniUint4PairsKernel() {
-  static const KernelImplementation implementation{
-      Kernel::kAvx512Vnni,         Uint4PairTile::kFormat,
-      &PackLhsAvx512Vnni,          &PackRhsUint4Pairs,
-      &Uint4PairTile::MicroKernel, nullptr,
-      &Avx512VnniKernel,           &UnfoldUint4Pairs};
+  static const KernelImplementation implementation = [] {
+    KernelImplementation two_to_a_byte{
+        Kernel::kAvx512Vnni,
+        Uint4PairTile::kFormat,
+        &PackLhsAvx512Vnni,
+        &PackRhsUint4Pairs,
+        &Uint4PairTile::MicroKernel,
+        nullptr,
+        [](int, int) -> const KernelImplementation& { return Avx512VnniKernel(); },
+        &UnfoldUint4Pairs};
+    // Measured on 4096 x 4096 weights of 4 bits, one thread, milliseconds a call of two to a
+    // byte against unfolded (gemm_repeat, alternating runs): 1.9 against 2.3 to 2.9 at 32 rows,
+    // 2.8 to 2.9 against 3.2 to 3.7 at 48, 3.5 to 4.2 against 3.9 to 5.4 at 64, 6.1 to 6.5
+    // against 6.3 to 7.3 at 96, 7.3 to 9.5 against 7.8 to 8.9 at 128 (doc/less-than-8-bit.md,
+    // "4-bit weights").
+    two_to_a_byte.unfold_above_rows = 96;
+    return two_to_a_byte;
+  }();
   return implementation;
 }
 

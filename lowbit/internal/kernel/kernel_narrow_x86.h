@@ -26,10 +26,22 @@ constexpr int kNarrowGroup = 4;
 alignas(32) inline constexpr std::int16_t kInt16Ones[16] = {1, 1, 1, 1, 1, 1, 1, 1,
                                                             1, 1, 1, 1, 1, 1, 1, 1};
 
+// How NarrowTile reads a step of its rhs panel: 4 depth values of 2 * kInt32Lanes columns, two
+// vectors of int8 values stored as they are (kInt8).
+template <typename Isa>
+struct ByteNarrowSteps {
+  static constexpr int kStepBytes = 2 * kNarrowGroup * Isa::kInt32Lanes;
+  static void Load(const std::int8_t* rhs, typename Isa::Vector& low, typename Isa::Vector& high) {
+    low = Isa::Load(rhs);
+    high = Isa::Load(rhs + kStepBytes / 2);
+  }
+};
+
 // Isa provides what kernel_pairs_x86.h asks for, and Load(const void*), MultiplyAddBytes(unsigned,
 // signed) (pmaddubsw), AddInt16, WidenPairs (pmaddwd by ones), WidenPairsFromMemory (the same
-// with kInt16Ones as its memory operand) and kPackByteGroups, its packer.
-template <typename Isa>
+// with kInt16Ones as its memory operand) and kPackByteGroups, its packer. RhsSteps reads the rhs
+// panel's steps as ByteNarrowSteps does.
+template <typename Isa, typename RhsSteps = ByteNarrowSteps<Isa>>
 struct NarrowTile {
   using Vector = typename Isa::Vector;
   using Row = TileRow<Isa>;
@@ -72,8 +84,8 @@ struct NarrowTile {
       // One step of the used rows: `first` (of a block) and `pinned` (their sums) are
       // std::bool_constant, so that each combination compiles to its own code.
       const auto step = [&](auto first, auto pinned) {
-        const Vector rhs_low = Isa::Load(rhs);
-        const Vector rhs_high = Isa::Load(rhs + kNarrowGroup * Isa::kInt32Lanes);
+        Vector rhs_low, rhs_high;
+        RhsSteps::Load(rhs, rhs_low, rhs_high);
         const auto row = [&](Row& sums, const std::uint8_t* lhs_group) {
           sums = Step<decltype(first)::value>(sums, lhs_group, rhs_low, rhs_high);
           if constexpr (decltype(pinned)::value) PinSums(sums);
@@ -82,7 +94,7 @@ struct NarrowTile {
         if (kUsedRows > 1) row(narrow1, lhs + kNarrowGroup);
         if (kUsedRows > 2) row(narrow2, lhs + 2 * kNarrowGroup);
         lhs += kNarrowRows * kNarrowGroup;
-        rhs += kCols * kNarrowGroup;
+        rhs += RhsSteps::kStepBytes;
       };
       constexpr std::true_type yes;
       constexpr std::false_type no;

@@ -3,6 +3,8 @@
 #include "lowbit/internal/pack/pack.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <vector>
 
 namespace lowbit {
 namespace internal {
@@ -16,6 +18,26 @@ void PackBytesPortable(const MatrixView& source, PackedType type, const KernelFo
   } else {
     PackWithFormat<std::int8_t>(source, format, panel_width, start, count, depth_start, depth,
                                 packed, sums);
+  }
+}
+
+void PackNibblePairs(PackByteGroupsFunction pack, PackedType byte_type, int panel_width,
+                     int depth_group, int step_bytes, const MatrixView& source, int start,
+                     int count, int depth_start, int depth, void* packed, std::int32_t* sums) {
+  const int half = step_bytes / 2;
+  const int bias = byte_type == PackedType::kInt8 ? 8 : 0;
+  std::vector<std::uint8_t> panel(static_cast<std::size_t>(panel_width) *
+                                  RoundUp(depth, depth_group));
+  auto* out = static_cast<std::uint8_t*>(packed);
+  for (int first = 0; first < count; first += panel_width) {
+    pack(source, byte_type, panel_width, start + first, std::min(panel_width, count - first),
+         depth_start, depth, panel.data(), sums + first);
+    for (std::size_t step = 0; step < panel.size(); step += step_bytes) {
+      for (int j = 0; j < half; ++j) {
+        *out++ = static_cast<std::uint8_t>(((panel[step + j] + bias) & 0x0f) |
+                                           (panel[step + half + j] + bias) << 4);
+      }
+    }
   }
 }
 

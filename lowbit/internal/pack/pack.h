@@ -79,6 +79,21 @@ void PackBytesPortable(const MatrixView& source, PackedType type, const KernelFo
 void PackBitPlanesPortable(const MatrixView& source, PackedType type, int panel_width, int start,
                            int count, int depth_start, int depth, void* packed, std::int32_t* sums);
 
+// The byte-group packers (pack_x86.h), one signature.
+using PackByteGroupsFunction = void (*)(const MatrixView& source, PackedType type, int panel_width,
+                                        int start, int count, int depth_start, int depth,
+                                        void* packed, std::int32_t* sums);
+
+// A PackFunction's work for weights of at most 4 bits stored two to a byte (kUint4Pairs,
+// kInt4Pairs): `pack` packs each panel of `panel_width` rows as byte groups of `byte_type` (kUint8
+// or kInt8, in depth groups of `depth_group`) into a buffer, and each step of `step_bytes` there
+// is folded into half as many, byte j of its first half into the low nibble of byte j and of its
+// second half into the high nibble, kInt8 values plus 8. Only prepacking calls it, once per set of
+// weights.
+void PackNibblePairs(PackByteGroupsFunction pack, PackedType byte_type, int panel_width,
+                     int depth_group, int step_bytes, const MatrixView& source, int start,
+                     int count, int depth_start, int depth, void* packed, std::int32_t* sums);
+
 #if defined(__aarch64__)
 // The same for kInt8, with NEON where each row's depth values are contiguous and the depth group
 // is 4 or 16. In kernel_neon.cc, compiled without extension flags, so that the dot-product

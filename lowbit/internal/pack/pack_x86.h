@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "lowbit/internal/kernel/kernel.h"
+#include "lowbit/internal/pack/pack.h"
 
 namespace lowbit {
 namespace internal {
@@ -50,11 +51,6 @@ void PackNibbleGroupsSse41(const MatrixView& source, int panel_width, int start,
 // The same layout as PackNibbleGroupsSse41. Only call it on a CPU with AVX2.
 void PackNibbleGroupsAvx2(const MatrixView& source, int panel_width, int start, int count,
                           int depth_start, int depth, void* packed, std::int32_t* sums);
-
-// The byte-group packers, one signature.
-using PackByteGroupsFunction = void (*)(const MatrixView& source, PackedType type, int panel_width,
-                                        int start, int count, int depth_start, int depth,
-                                        void* packed, std::int32_t* sums);
 
 // The same layout as PackByteGroupsSse41, kUint8 panels of 16 or 32 rows of a row-major source in
 // AVX-512 steps of 64 depth values (the rest as PackByteGroupsAvx2 packs it). Only call it on a
