@@ -182,6 +182,8 @@ struct GemmTask {
   // Operands requantized as they are packed, lhs and rhs as the task sees them; or null.
   const LineRequantization* lhs_requantization = nullptr;
   const LineRequantization* rhs_requantization = nullptr;
+  // Their packers store each requantized value scaled to the 8-bit value it stands for (RunGemm).
+  bool scale_requantized = false;
   // The kernel the context resolved, whose ISA requantization runs on.
   Kernel resolved_kernel = Kernel::kReference;
   // The widest panel of lines PackLines requantizes at a time.
@@ -217,8 +219,8 @@ struct GemmTask {
   // into col_sums (pack functions add to the sums they are given).
   void PackRhsColumns(const WorkerScratch& scratch, int col, int cols, char* packed) const {
     std::memset(shared.col_sums + col, 0, sizeof(std::int32_t) * cols);
-    PackLines(RhsPacking(), rhs_transposed, rhs_requantization, true, chunk_start + col, cols,
-              packed, shared.col_sums + col, scratch);
+    PackLines(RhsPacking(), rhs_transposed, rhs_requantization, rescale != nullptr,
+              chunk_start + col, cols, packed, shared.col_sums + col, scratch);
   }
 
   // How the task packs one of its operands: the kernel's functions, the packed type, and the
@@ -264,12 +266,13 @@ struct GemmTask {
         const int lines_now = std::min(call_lines, count - first);
         // The requantized values' line sums, from the packed values'.
         if (set_terms) std::copy_n(sums + first, lines_now, memory.sums);
-        packing.pack_requantizing(
-            lines,
+        PackRequantization pack_requantization =
             RequantizingPack(resolved_kernel, r.lines, r.bits, r.rounding, r.seed, r.operand,
-                             start + first, lines_now, memory.work, r.phases),
-            start + first, lines_now, depth, packed + first / packing.width * packing.panel_bytes,
-            sums + first);
+                             start + first, lines_now, memory.work, r.phases);
+        if (scale_requantized) pack_requantization.factor = 255 / ((1 << r.bits) - 1);
+        packing.pack_requantizing(lines, pack_requantization, start + first, lines_now, depth,
+                                  packed + first / packing.width * packing.panel_bytes,
+                                  sums + first);
         if (!set_terms) continue;
         for (int i = 0; i < lines_now; ++i) {
           SetTerm(r, start + first + i,
@@ -466,8 +469,8 @@ struct GemmTask {
       std::memset(scratch.row_sums, 0, sizeof(std::int32_t) * rows);
       // The lhs terms are shared by the tasks on the same rows: set up front when several run
       // side by side (RunGemm), so that no two workers write them.
-      PackLines(LhsPacking(), lhs, lhs_requantization, !lhs_terms_set, row_start, rows,
-                scratch.packed_lhs, scratch.row_sums, scratch);
+      PackLines(LhsPacking(), lhs, lhs_requantization, rescale != nullptr && !lhs_terms_set,
+                row_start, rows, scratch.packed_lhs, scratch.row_sums, scratch);
     }
     MakeRowTerms(shared.lhs_offsets + row_start, lhs.cols, rows, scratch.row_sums);
     if (separable_terms) {
@@ -674,6 +677,35 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
       with_cached_phases(result_side_lhs, kernel.pack_lhs_requantizing, &cached_sides[0]);
   const LineRequantization* const rhs_requantization =
       with_cached_phases(result_side_rhs, kernel.pack_rhs_requantizing, &cached_sides[1]);
+  // Requantized bit depths whose 255 / (2^bits - 1) is an integer f on both sides
+  // (RescaleLineTerms::exact_factor), packed by a kernel of bytes that requantizes both operands
+  // as it reads them: the packers store f times each value, the 8-bit value it stands for, and
+  // the GEMM is the 8-bit one of those bytes, with the offsets of the values as uint8. Its sums
+  // are the rescaled results, with no factor left for the writer to apply.
+  Rescale task_rescale;
+  if (narrow != nullptr && narrow->rescale != nullptr) {
+    task_rescale = *narrow->rescale;
+    if (transposed) std::swap(task_rescale.lhs, task_rescale.rhs);
+  }
+  const auto multiplies_bytes = [](PackedType type) {
+    return type == PackedType::kInt8 || type == PackedType::kUint8;
+  };
+  const bool scale_requantized =
+      narrow != nullptr && narrow->rescale != nullptr && task_rescale.lhs.exact_factor != 0 &&
+      task_rescale.rhs.exact_factor != 0 && packed_rhs == nullptr &&
+      multiplies_bytes(format.lhs_type) && multiplies_bytes(format.rhs_type) &&
+      lhs_requantization != nullptr && rhs_requantization != nullptr &&
+      RequantizedAsPacked(kernel.pack_lhs_requantizing, *lhs_requantization) &&
+      RequantizedAsPacked(kernel.pack_rhs_requantizing, *rhs_requantization);
+  MatrixView task_lhs = lhs, task_rhs = rhs;
+  Offsets task_lhs_offset = lhs_offset, task_rhs_offset = rhs_offset;
+  if (scale_requantized) {
+    task_lhs.bits = task_rhs.bits = 8;
+    task_lhs_offset =
+        task_rescale.lhs.exact_offset - task_rescale.lhs.exact_factor * lhs_requantization->centre;
+    task_rhs_offset =
+        task_rescale.rhs.exact_offset - task_rescale.rhs.exact_factor * rhs_requantization->centre;
+  }
   // A short lhs against an rhs whose columns hold their depth values adjacent: the kernel reads
   // the rhs where it lies. Packing it would cost several times the product (1 x 1024 x 1024:
   // packing took 70% of the time, the tile 19%). Declared-range operands too, whose values are
@@ -721,11 +753,13 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
                              requantize_bytes);
   char* scratch = static_cast<char*>(state.Scratch(layout.Total(threads)));
   SharedScratch shared = layout.Shared(scratch);
-  EffectiveOffsets(lhs_offset, PackedValueShift(format.lhs_type, lhs), rows, shared.lhs_offsets);
-  EffectiveOffsets(rhs_offset, PackedValueShift(format.rhs_type, rhs), cols, shared.rhs_offsets);
+  EffectiveOffsets(task_lhs_offset, PackedValueShift(format.lhs_type, task_lhs), rows,
+                   shared.lhs_offsets);
+  EffectiveOffsets(task_rhs_offset, PackedValueShift(format.rhs_type, task_rhs), cols,
+                   shared.rhs_offsets);
   GemmTask task{kernel,
-                lhs,
-                Transposed(rhs),
+                task_lhs,
+                Transposed(task_rhs),
                 blocking,
                 padded_depth,
                 stream_rhs,
@@ -743,10 +777,7 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
                     ? SeparableFactors::Plain(shared.lhs_offsets[0], shared.rhs_offsets[0])
                     : SeparableFactors{},
                 1};
-  Rescale task_rescale;
-  if (narrow != nullptr && narrow->rescale != nullptr) {
-    task_rescale = *narrow->rescale;
-    if (transposed) std::swap(task_rescale.lhs, task_rescale.rhs);
+  if (narrow != nullptr && narrow->rescale != nullptr && !scale_requantized) {
     if (separable_terms && task_rescale.lhs.exact_factor != 0) {
       // No rounding to do: offset terms and a factor, in int32, instead of double arithmetic.
       task.separable = SeparableFactors::Exact(task_rescale, shared.lhs_offsets[0],
@@ -758,6 +789,7 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   }
   task.lhs_requantization = lhs_requantization;
   task.rhs_requantization = rhs_requantization;
+  task.scale_requantized = scale_requantized;
   task.resolved_kernel = resolved_kernel;
   task.requantize_width = requantize_width;
   task.context_state = &state;
@@ -778,8 +810,8 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
     // Too few row parts for the threads (a short lhs): split the columns as well.
     task.col_tasks = std::min(col_panels, (threads + row_tasks - 1) / row_tasks);
     task.workers = std::min(threads, row_tasks * task.col_tasks);
-    if (pool != nullptr && task.lhs_requantization != nullptr && task.col_tasks > 1 &&
-        task.workers > 1 && !task.lhs_terms_set) {
+    if (pool != nullptr && task.rescale != nullptr && task.lhs_requantization != nullptr &&
+        task.col_tasks > 1 && task.workers > 1 && !task.lhs_terms_set) {
       task.SetLhsTerms();
     }
     // Published to the workers by Parallelize: no fence of its own (a seq_cst store is an xchg).

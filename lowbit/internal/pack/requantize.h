@@ -47,13 +47,16 @@ using RequantizeLineFunction = std::uint32_t (*)(const std::uint8_t* source,
 // Lines along the depth that a packer requantizes as it reads them (kernel.h,
 // RequantizingPackFunction), from the offsets RequantizeLineFunction reads: the values of block b
 // of the call's line i take theirs at table_plus_one + phases[i * phase_stride + b] (a
-// phase_stride of 0, round to nearest: every line reads the first line's phases).
+// phase_stride of 0, round to nearest: every line reads the first line's phases). A packer of
+// bytes stores each requantized value times `factor` where it is more than 1 (255 / scale, for
+// a scale that divides 255: the 8-bit value the requantized one stands for), else as it is.
 struct PackRequantization {
   const std::uint8_t* table_plus_one;
   const std::uint8_t* phases;
   int phase_stride;
   std::uint16_t scale;
   std::uint8_t flip;
+  std::uint8_t factor = 1;
 };
 
 // The splitmix64 finalizer that hashes the rounding sequence's phases

@@ -93,8 +93,8 @@ class Requantizer {
 };
 
 // The requantizing packers' read of lines along the depth (a row-major lhs, a column-major rhs):
-// a line's 64 values from a depth, requantized and shifted by the packing's `delta`
-// (PackedValueShift), zero outside the depth.
+// a line's 64 values from a depth, requantized, times the requantization's factor and shifted by
+// the packing's `delta` (PackedValueShift), zero outside the depth.
 class RequantizingLineReader {
  public:
   RequantizingLineReader(const std::uint8_t* lines, std::ptrdiff_t stride,
@@ -104,13 +104,17 @@ class RequantizingLineReader {
         requantization_(requantization),
         requantize_(requantization.scale, requantization.flip),
         delta_(_mm512_set1_epi8(delta)),
-        shifts_(delta != 0) {}
+        scaled_values_(ScaledValues(requantization.factor, delta)),
+        shifts_(delta != 0),
+        scales_(requantization.factor > 1) {}
 
   // Line `line`'s values from depth `d`, the step of every line from there.
   __m512i operator()(int line, int d, const SequenceStep& step, __mmask64 in_depth) const {
     const __m512i values =
         requantize_(Load(line, d, in_depth), OffsetsPlusOne(line, step, in_depth), in_depth);
-    // The requantized values are zero outside the depth already.
+    // The requantized values are zero outside the depth already. A factor comes with a scale of
+    // at most 15: the values index a table of 16 bytes, in place of the shift's addition.
+    if (scales_) return _mm512_maskz_shuffle_epi8(in_depth, scaled_values_, values);
     return shifts_ ? _mm512_maskz_add_epi8(in_depth, values, delta_) : values;
   }
 
@@ -124,7 +128,7 @@ class RequantizingLineReader {
         Load(line, d, in_depth),
         _mm512_ternarylogic_epi32(offsets_plus_one, offsets_plus_one, offsets_plus_one, 0x55));
   }
-  bool OneBitUnshifted() const { return requantization_.scale == 1 && !shifts_; }
+  bool OneBitUnshifted() const { return requantization_.scale == 1 && !shifts_ && !scales_; }
 
  private:
   __m512i Load(int line, int d, __mmask64 in_depth) const {
@@ -135,12 +139,21 @@ class RequantizingLineReader {
                         requantization_.phases + line * requantization_.phase_stride, in_depth);
   }
 
+  // factor * q + delta for each q < 16, in every 128-bit lane (vpshufb looks up within lanes).
+  static __m512i ScaledValues(std::uint8_t factor, std::int8_t delta) {
+    alignas(16) std::uint8_t table[16];
+    for (int q = 0; q < 16; ++q) table[q] = static_cast<std::uint8_t>(q * factor + delta);
+    return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(table)));
+  }
+
   const std::uint8_t* lines_;
   std::ptrdiff_t stride_;
   PackRequantization requantization_;
   Requantizer requantize_;
   __m512i delta_;
+  __m512i scaled_values_;
   bool shifts_;
+  bool scales_;
 };
 
 }  // namespace internal
