@@ -296,14 +296,16 @@ const KernelImplementation* GetTimedAlternativeImplementation(Kernel kernel, int
 const KernelImplementation& GetPrepackedRhsKernelImplementation(Kernel kernel, int lhs_bits,
                                                                 int rhs_bits, int lhs_rows) {
   const KernelEntry& entry = ResolvedEntry(kernel);
-  const bool bit_serial_pays = BitSerialPays(kernel, lhs_bits, rhs_bits, kUnboundedUses);
-  const bool bit_serial = bit_serial_pays && entry.bit_serial_implementation != nullptr &&
-                          entry.bit_serial_implementation(lhs_bits, rhs_bits) != nullptr;
-  if (!bit_serial && rhs_bits <= 4 && entry.uint4_weights_implementation != nullptr) {
+  if (BitSerialPays(kernel, lhs_bits, rhs_bits, kUnboundedUses)) {
+    const KernelImplementation* bit_serial =
+        GetBitSerialKernelImplementation(kernel, lhs_bits, rhs_bits);
+    if (bit_serial != nullptr) return *bit_serial;
+  }
+  if (rhs_bits <= 4 && entry.uint4_weights_implementation != nullptr) {
     return entry.uint4_weights_implementation();
   }
   const KernelImplementation* narrow =
-      NarrowImplementation(entry, lhs_bits, rhs_bits, bit_serial_pays);
+      NarrowImplementation(entry, lhs_bits, rhs_bits, /*bit_serial_pays=*/false);
   if (narrow != nullptr) return *narrow;
   // Interleaved in one process on 1024x1024 prepacked weights, the nibble tile was 10% faster
   // than the quad tile for 2 lhs rows, and 4 to 10% slower for 3, 4, 5 and 8.

@@ -682,16 +682,17 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   // as it reads them: the packers store f times each value, the 8-bit value it stands for, and
   // the GEMM is the 8-bit one of those bytes, with the offsets of the values as uint8. Its sums
   // are the rescaled results, with no factor left for the writer to apply.
+  const Rescale* const rescale = narrow != nullptr ? narrow->rescale : nullptr;
   Rescale task_rescale;
-  if (narrow != nullptr && narrow->rescale != nullptr) {
-    task_rescale = *narrow->rescale;
+  if (rescale != nullptr) {
+    task_rescale = *rescale;
     if (transposed) std::swap(task_rescale.lhs, task_rescale.rhs);
   }
   const auto multiplies_bytes = [](PackedType type) {
     return type == PackedType::kInt8 || type == PackedType::kUint8;
   };
   const bool scale_requantized =
-      narrow != nullptr && narrow->rescale != nullptr && task_rescale.lhs.exact_factor != 0 &&
+      rescale != nullptr && task_rescale.lhs.exact_factor != 0 &&
       task_rescale.rhs.exact_factor != 0 && packed_rhs == nullptr &&
       multiplies_bytes(format.lhs_type) && multiplies_bytes(format.rhs_type) &&
       lhs_requantization != nullptr && rhs_requantization != nullptr &&
@@ -777,14 +778,14 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
                     ? SeparableFactors::Plain(shared.lhs_offsets[0], shared.rhs_offsets[0])
                     : SeparableFactors{},
                 1};
-  if (narrow != nullptr && narrow->rescale != nullptr && !scale_requantized) {
+  if (rescale != nullptr && !scale_requantized) {
     if (separable_terms && task_rescale.lhs.exact_factor != 0) {
       // No rounding to do: offset terms and a factor, in int32, instead of double arithmetic.
       task.separable = SeparableFactors::Exact(task_rescale, shared.lhs_offsets[0],
                                                shared.rhs_offsets[0], depth);
     } else {
       task.rescale = &task_rescale;
-      task.result_rescale = narrow->rescale;
+      task.result_rescale = rescale;
     }
   }
   task.lhs_requantization = lhs_requantization;

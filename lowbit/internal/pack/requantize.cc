@@ -48,7 +48,8 @@ std::uint64_t Mix(std::uint64_t x) {
 // A splitmix64 finalizer of (seed, operand, line), then of that and the block, makes every
 // (row phase, column phase) pair of a GEMM look independent and uniform over 0..254. SequencePhase
 // is computed in two steps so that the pass hashes each line once. The keys of consecutive lines
-// are consecutive (line < 2^31), which lets AVX-512 hash 8 lines at once (BlockPhasesAvx512).
+// are consecutive (line < 2^31), which lets AVX-512 hash a line in each 64-bit lane
+// (BlockPhasesAvx512).
 std::uint64_t LineKey(std::uint32_t seed, Operand operand, int line) {
   return (static_cast<std::uint64_t>(seed) << 32) |
          (static_cast<std::uint64_t>(operand == Operand::kRhs) << 31) |
