@@ -3,7 +3,8 @@
 // GEMM through nothing but a kernel's arithmetic (no loads, packing or output), with the same
 // GOPS counter, split over t threads at once. This host's speed swings by 10 to 25% within
 // seconds (doc/performance.md), so a GEMM's fraction of the ceiling measured alongside it says
-// more than its GOPS alone.
+// more than its GOPS alone. And ceiling/vnni_tile_in_blocks/<shape>: the AVX-512 VNNI tile alone
+// on a GEMM's packed operands, the rest of the GEMM left out (TileInBlocks).
 #include <immintrin.h>
 #include <pthreadpool.h>
 
@@ -16,7 +17,10 @@
 #include <vector>
 
 #include "bench/bench_common.h"
+#include "lowbit/internal/driver/blocking.h"
+#include "lowbit/internal/driver/scratch.h"
 #include "lowbit/internal/kernel/amx_tile_config.h"
+#include "lowbit/internal/kernel/kernel.h"
 #include "lowbit/lowbit.h"
 
 namespace lowbit_bench {
@@ -299,6 +303,81 @@ __attribute__((target("amx-tile,amx-int8"))) void RunAmxSteps(std::int64_t steps
   _tile_release();
 }
 
+// The AVX-512 VNNI kernel's own micro-kernel over a GEMM's packed operands, called as the driver
+// calls it (driver.cc, RunBlocks): its tasks of blocking.rows rows, accumulator blocks, depth
+// slices and panels from ComputeBlocking for this CPU's caches, the rhs packed whole or, for a
+// single task, a block at a time into one buffer. Nothing else: no packing, offsets or output.
+// ceiling/vnni_tile_in_blocks/<shape> beside dot_tile_step (the bare step, its operands in
+// registers) is what the tile loses to its operands' memory; beside lowbit/avx512vnni/<shape>,
+// what the GEMM spends outside the tile.
+class TileInBlocks {
+ public:
+  explicit TileInBlocks(const Shape& shape)
+      : kernel_(lowbit::internal::Avx512VnniKernel()),
+        format_(kernel_.format),
+        shape_(shape),
+        blocking_(lowbit::internal::ComputeBlocking(format_, lowbit::internal::DetectCacheSizes(),
+                                                    shape.rows, shape.cols, shape.depth)),
+        padded_depth_(lowbit::internal::RoundUp(shape.depth, format_.depth_group)),
+        streamed_(shape.rows <= blocking_.rows),
+        block_width_(streamed_ ? blocking_.streamed_cols : blocking_.cols),
+        acc_stride_(lowbit::internal::AccumulatorStride(blocking_.cols, format_)),
+        lhs_(Bytes(std::min(shape.rows, blocking_.rows), format_.lhs_rows)),
+        rhs_(Bytes(streamed_ ? block_width_ : shape.cols, format_.rhs_cols)),
+        acc_(static_cast<std::size_t>(lowbit::internal::RoundUp(blocking_.rows, format_.lhs_rows)) *
+             acc_stride_) {
+    // Any values: the instructions take the same time for all.
+    for (std::size_t i = 0; i < lhs_.size(); ++i) lhs_[i] = static_cast<std::uint8_t>(i * 7);
+    for (std::size_t i = 0; i < rhs_.size(); ++i) rhs_[i] = static_cast<std::uint8_t>(i * 13);
+  }
+
+  void operator()() {
+    const std::size_t lhs_panel_bytes = static_cast<std::size_t>(format_.lhs_rows) * padded_depth_;
+    const std::size_t rhs_panel_bytes = static_cast<std::size_t>(format_.rhs_cols) * padded_depth_;
+    for (int row_start = 0; row_start < shape_.rows; row_start += blocking_.rows) {
+      const int rows = std::min(blocking_.rows, shape_.rows - row_start);
+      for (int block_start = 0; block_start < shape_.cols; block_start += block_width_) {
+        const int block_cols = std::min(block_width_, shape_.cols - block_start);
+        const std::uint8_t* const packed_rhs =
+            rhs_.data() + (streamed_ ? 0 : block_start / format_.rhs_cols * rhs_panel_bytes);
+        for (int depth_start = 0; depth_start < shape_.depth; depth_start += blocking_.depth) {
+          const int slice_depth = lowbit::internal::RoundUp(
+              std::min(blocking_.depth, shape_.depth - depth_start), format_.depth_group);
+          const std::uint8_t* rhs_panel =
+              packed_rhs + static_cast<std::size_t>(depth_start) * format_.rhs_cols;
+          for (int j = 0; j < block_cols; j += format_.rhs_cols, rhs_panel += rhs_panel_bytes) {
+            const std::uint8_t* lhs_panel =
+                lhs_.data() + static_cast<std::size_t>(depth_start) * format_.lhs_rows;
+            for (int i = 0; i < rows; i += format_.lhs_rows, lhs_panel += lhs_panel_bytes) {
+              kernel_.micro_kernel(lhs_panel, rhs_panel, slice_depth,
+                                   std::min(format_.lhs_rows, rows - i),
+                                   acc_.data() + static_cast<std::ptrdiff_t>(i) * acc_stride_ + j,
+                                   acc_stride_, depth_start > 0);
+            }
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  // Packed bytes of `lines` lines (whole panels of `panel_lines`) of the padded depth.
+  std::size_t Bytes(int lines, int panel_lines) const {
+    return static_cast<std::size_t>(lowbit::internal::RoundUp(lines, panel_lines)) * padded_depth_;
+  }
+
+  const lowbit::internal::KernelImplementation& kernel_;
+  const lowbit::internal::KernelFormat format_;
+  const Shape shape_;
+  const lowbit::internal::Blocking blocking_;
+  const int padded_depth_;
+  const bool streamed_;  // one task: the driver packs each block of rhs columns just before use
+  const int block_width_;
+  const int acc_stride_;
+  std::vector<std::uint8_t> lhs_, rhs_;
+  std::vector<std::int32_t> acc_;
+};
+
 const Registration registration([] {
   if (!__builtin_cpu_supports("avx2")) return;
   // The 8-bit ones on two threads too: what the two cores of this host give the GEMM's
@@ -316,6 +395,12 @@ const Registration registration([] {
   }
   RegisterCeiling("vpdpbusd", 24 * 64, &RunDotSteps, {1, 2});
   RegisterCeiling("dot_tile_step", 16 * 64, &RunDotTileSteps, {1, 2});
+  RegisterCases(
+      "ceiling", "vnni_tile_in_blocks",
+      [](const Case& c) -> std::function<void()> {
+        return [tile = std::make_shared<TileInBlocks>(c.shape)] { (*tile)(); };
+      },
+      {{{64, 64, 64}, 1}, {{256, 256, 256}, 1}, {{1024, 1024, 1024}, 1}, {{2048, 2048, 2048}, 1}});
   if (__builtin_cpu_supports("avx512vpopcntdq")) {
     RegisterCeiling("vpandd_vpopcntd_vpaddd", 12 * 512, &RunPopcountSteps);
   }
