@@ -560,9 +560,9 @@ TEST_P(DeclaredRangeTest, ResultsAreExact) {
 INSTANTIATE_TEST_SUITE_P(Paths, DeclaredRangeTest, testing::ValuesIn(PathSettings({1, 3})),
                          PathSettingName);
 
-// Prepacked weights declared 4-bit, which AVX-512 VNNI and AVX2 store two to a byte: multiplied
-// as they are by a short lhs, and unfolded chunk by chunk for one of more rows than the kernel's
-// unfold_above_rows.
+// Prepacked weights declared 4-bit, which AVX-512 VNNI, AVX2 and NEON with SDOT store two to a
+// byte: multiplied as they are by a short lhs, and unfolded chunk by chunk for one of more rows
+// than the kernel's unfold_above_rows where it has one.
 TEST_P(DeclaredRangeTest, FourBitWeightsForShortAndTallLhs) {
   Context context;
   Configure(&context, GetParam());

@@ -1,6 +1,7 @@
 // The 8-bit NEON kernels (plain and dot-product) called directly, whichever one dispatch picks:
 // packing against the portable packer, micro-kernels against a 64-bit sum at the values that
-// break inexact int8 kernels, and the dispatch between them (built for aarch64 only).
+// break inexact int8 kernels, and the dispatch between them; and the dot-product tile on 4-bit
+// weights two to a byte (built for aarch64 only).
 #include <cpuinfo.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +15,7 @@
 
 #include "lowbit/internal/kernel/kernel.h"
 #include "lowbit/internal/pack/pack.h"
+#include "test/kernel_check.h"
 
 namespace lowbit {
 namespace internal {
@@ -330,6 +332,48 @@ TEST(NeonDispatchTest, EightBitOperandsRunTheDotKernelWhereTheCpuHasIt) {
     ASSERT_NE(narrow, nullptr) << lhs_bits << " x " << rhs_bits << " bits";
     EXPECT_EQ(&GetKernelImplementation(Kernel::kNeon, lhs_bits, rhs_bits), narrow);
     EXPECT_EQ(&GetPrepackedRhsKernelImplementation(Kernel::kNeon, lhs_bits, rhs_bits), narrow);
+  }
+}
+
+// Prepacked weights of at most 4 bits go two to a byte where the CPU has SDOT, for every lhs, and
+// stay a byte each for 5 bits. The tile is exact at the extremes of 8-bit lhs values and 4-bit
+// weights and on random ones, for every row count, and depths around its 8-value steps.
+TEST(NeonDispatchTest, FourBitWeightsTwoToAByte) {
+  if (!HasNeonDot()) GTEST_SKIP() << "this CPU has no dot-product instructions (SDOT)";
+  const KernelImplementation& pairs = NeonDotUint4PairsKernel();
+  EXPECT_EQ(pairs.format.rhs_type, PackedType::kUint4Pairs);
+  for (int lhs_bits : {8, 5}) {
+    for (int rhs_bits : {3, 4}) {
+      for (int lhs_rows : {1, 8, 100}) {
+        EXPECT_EQ(&GetPrepackedRhsKernelImplementation(Kernel::kNeon, lhs_bits, rhs_bits, lhs_rows),
+                  &pairs)
+            << lhs_bits << " x " << rhs_bits << " bits, " << lhs_rows << " rows";
+      }
+    }
+  }
+  EXPECT_NE(&GetPrepackedRhsKernelImplementation(Kernel::kNeon, 8, 5), &pairs);
+  std::mt19937 random(5);
+  const auto uniform = test::Uniform(random);
+  for (ElementType lhs_type : {ElementType::kUint8, ElementType::kInt8}) {
+    for (ElementType rhs_type : {ElementType::kUint8, ElementType::kInt8}) {
+      for (int depth : {1, 3, 4, 5, 8, 9, 64, 67, 1001}) {
+        const int rows = pairs.format.lhs_rows, cols = pairs.format.rhs_cols;
+        const test::NarrowMatrix lhs_low(rows, depth, Order::kRowMajor, lhs_type, 8, test::Lowest);
+        const test::NarrowMatrix lhs_high(rows, depth, Order::kColMajor, lhs_type, 8,
+                                          test::Highest);
+        const test::NarrowMatrix lhs_random(rows, depth, Order::kRowMajor, lhs_type, 8, uniform);
+        const test::NarrowMatrix rhs_low(cols, depth, Order::kRowMajor, rhs_type, 4, test::Lowest);
+        const test::NarrowMatrix rhs_high(cols, depth, Order::kColMajor, rhs_type, 4,
+                                          test::Highest);
+        const test::NarrowMatrix rhs_random(cols, depth, Order::kColMajor, rhs_type, 4, uniform);
+        for (int used_rows = 1; used_rows <= rows; ++used_rows) {
+          test::CheckMicroKernel(pairs, lhs_low, rhs_high, used_rows, "low x high");
+          test::CheckMicroKernel(pairs, lhs_high, rhs_high, used_rows, "high x high");
+          test::CheckMicroKernel(pairs, lhs_high, rhs_low, used_rows, "high x low");
+          test::CheckMicroKernel(pairs, lhs_random, rhs_random, used_rows, "random");
+        }
+      }
+    }
   }
 }
 

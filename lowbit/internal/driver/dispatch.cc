@@ -65,6 +65,11 @@ const internal::KernelImplementation& BestNeonKernel() {
   const bool has_dot = cpuinfo_initialize() && cpuinfo_has_arm_neon_dot();
   return has_dot ? internal::NeonDotKernel() : internal::NeonKernel();
 }
+// Weights of at most 4 bits two to a byte need SDOT too; without it they stay a byte each.
+const internal::KernelImplementation* NeonUint4WeightsKernel() {
+  const bool has_dot = cpuinfo_initialize() && cpuinfo_has_arm_neon_dot();
+  return has_dot ? &internal::NeonDotUint4PairsKernel() : nullptr;
+}
 #endif
 
 // One row per kernel compiled into this build, slowest first. An ISA kernel file provides
@@ -86,9 +91,14 @@ struct KernelEntry {
   const internal::KernelImplementation* (*bit_serial_implementation)(int lhs_bits,
                                                                      int rhs_bits) = nullptr;
   // For prepacked weights of at most 4 bits, stored two to a byte, where no bit-serial kernel
-  // takes them. Or null.
-  const internal::KernelImplementation& (*uint4_weights_implementation)() = nullptr;
+  // takes them: null where this CPU has none. Or null.
+  const internal::KernelImplementation* (*uint4_weights_implementation)() = nullptr;
 };
+// An implementation every CPU that runs the entry's kernel has, as uint4_weights_implementation.
+template <const internal::KernelImplementation& (*kImplementation)()>
+const internal::KernelImplementation* Always() {
+  return &kImplementation();
+}
 const KernelEntry kKernels[] = {
     {Kernel::kReference, &AlwaysSupported, &internal::ReferenceKernel, &internal::ReferenceKernel,
      nullptr, nullptr, nullptr},
@@ -97,21 +107,22 @@ const KernelEntry kKernels[] = {
      &internal::Sse41NarrowKernel, &internal::WriteOutputSse41},
     {Kernel::kAvx2, &HasAvx2, &internal::Avx2Kernel, &internal::Avx2PrepackedKernel,
      &internal::Avx2NibbleKernel, &internal::Avx2NarrowKernel, &internal::WriteOutputAvx2,
-     &internal::Avx2BitSerialKernel, &internal::Avx2Int4PairsKernel},
+     &internal::Avx2BitSerialKernel, &Always<&internal::Avx2Int4PairsKernel>},
     // vpdpbusd multiplies full 8-bit values at the rate int16 narrow kernels would: the only
     // narrow ones are bit-serial.
     {Kernel::kAvx512Vnni, &HasAvx512Vnni, &internal::Avx512VnniKernel, &internal::Avx512VnniKernel,
      nullptr, nullptr, &internal::WriteOutputAvx512, &Avx512BitSerialIfVpopcntdq,
-     &internal::Avx512VnniUint4PairsKernel},
+     &Always<&internal::Avx512VnniUint4PairsKernel>},
     // Prepacked weights multiply in the AVX-512 VNNI rhs layout, which the tile loads read, so
     // that kernel takes them for an lhs of one or two rows, where 32-row tiles would idle.
     {Kernel::kAmx, &HasAmx, &internal::AmxKernel, &internal::AmxKernel, &internal::Avx512VnniKernel,
      nullptr, &internal::WriteOutputAvx512, &Avx512BitSerialIfVpopcntdq,
-     &internal::Avx512VnniUint4PairsKernel},
+     &Always<&internal::Avx512VnniUint4PairsKernel>},
 #endif
 #if defined(__aarch64__)
     {Kernel::kNeon, &HasNeon, &BestNeonKernel, &BestNeonKernel, nullptr,
-     &internal::NeonNarrowKernel, &internal::WriteOutputNeon, &internal::NeonBitSerialKernel},
+     &internal::NeonNarrowKernel, &internal::WriteOutputNeon, &internal::NeonBitSerialKernel,
+     &NeonUint4WeightsKernel},
 #endif
 };
 
@@ -302,7 +313,8 @@ const KernelImplementation& GetPrepackedRhsKernelImplementation(Kernel kernel, i
     if (bit_serial != nullptr) return *bit_serial;
   }
   if (rhs_bits <= 4 && entry.uint4_weights_implementation != nullptr) {
-    return entry.uint4_weights_implementation();
+    const KernelImplementation* two_to_a_byte = entry.uint4_weights_implementation();
+    if (two_to_a_byte != nullptr) return *two_to_a_byte;
   }
   const KernelImplementation* narrow =
       NarrowImplementation(entry, lhs_bits, rhs_bits, /*bit_serial_pays=*/false);

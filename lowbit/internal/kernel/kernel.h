@@ -221,6 +221,8 @@ const KernelImplementation* Avx2BitSerialKernel(int lhs_bits, int rhs_bits);
 const KernelImplementation& NeonKernel();
 // Call only when cpuinfo reports the Armv8.2 dot-product instructions: its code uses SDOT.
 const KernelImplementation& NeonDotKernel();
+// The same, for prepacked weights of at most 4 bits stored two to a byte (kUint4Pairs).
+const KernelImplementation& NeonDotUint4PairsKernel();
 // The narrow NEON kernel for these bit depths, or null where it would add no more than one
 // product in int16 (NeonNarrowInt16Steps < 2).
 const KernelImplementation* NeonNarrowKernel(int lhs_bits, int rhs_bits);

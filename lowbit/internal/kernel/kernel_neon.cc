@@ -102,6 +102,8 @@ void PackInt8Neon(const MatrixView& source, const KernelFormat& format, int pane
   const bool contiguous_depth = source.order == Order::kRowMajor;
   if (contiguous_depth && format.depth_group == 4) {
     PackContiguousDepth<4>(source, panel_width, start, count, depth_start, depth, packed, sums);
+  } else if (contiguous_depth && format.depth_group == 8) {
+    PackContiguousDepth<8>(source, panel_width, start, count, depth_start, depth, packed, sums);
   } else if (contiguous_depth && format.depth_group == 16) {
     PackContiguousDepth<16>(source, panel_width, start, count, depth_start, depth, packed, sums);
   } else {

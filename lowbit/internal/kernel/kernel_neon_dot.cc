@@ -1,6 +1,7 @@
 // The aarch64 8-bit micro-kernel on the Armv8.2 dot-product instruction SDOT (8x12 tile, int8
-// operands, depth in groups of 4). Compiled with +dotprod; dispatch runs it only where cpuinfo
-// reports the instruction.
+// operands, depth in groups of 4), and the same tile on prepacked weights of at most 4 bits stored
+// two to a byte. Compiled with +dotprod; dispatch runs them only where cpuinfo reports the
+// instruction.
 #include <arm_neon.h>
 
 #include <cstdint>
@@ -50,6 +51,24 @@ inline void AddRow(const int8x16_t (&columns)[kColRegisters], int8x16_t rows,
   for (int j = 0; j < kColRegisters; ++j) row[j] = vdotq_laneq_s32(row[j], columns[j], rows, kLane);
 }
 
+// Stores (or adds to) the accumulator block the tile's first kRows rows, each kept as
+// kColRegisters registers of 4 columns: the layout of a row of the block, so no shuffle. Unrolled,
+// or GCC copies the sums to the stack to loop over them.
+template <int kRows>
+__attribute__((always_inline)) inline void StoreRows(const int32x4_t (&sums)[kRows][kColRegisters],
+                                                     std::int32_t* acc, int acc_stride,
+                                                     bool accumulate) {
+#pragma GCC unroll 8
+  for (int i = 0; i < kRows; ++i) {
+    std::int32_t* out = acc + static_cast<std::ptrdiff_t>(i) * acc_stride;
+    for (int j = 0; j < kColRegisters; ++j) {
+      int32x4_t four_columns = sums[i][j];
+      if (accumulate) four_columns = vaddq_s32(four_columns, vld1q_s32(out + kRowsPerRegister * j));
+      vst1q_s32(out + kRowsPerRegister * j, four_columns);
+    }
+  }
+}
+
 // The first kRows rows of the tile, each kept as kColRegisters registers of 4 columns: the
 // layout of a row of the accumulator block, so the stores need no shuffle.
 template <int kRows>
@@ -88,16 +107,7 @@ void MicroKernelRows(const std::int8_t* lhs, const std::int8_t* rhs, int padded_
     lhs += kNeonDotFormat.lhs_rows * kGroup;
     rhs += kNeonDotFormat.rhs_cols * kGroup;
   }
-  // Unrolled too, or GCC copies the sums to the stack to loop over them.
-#pragma GCC unroll 8
-  for (int i = 0; i < kRows; ++i) {
-    std::int32_t* out = acc + static_cast<std::ptrdiff_t>(i) * acc_stride;
-    for (int j = 0; j < kColRegisters; ++j) {
-      int32x4_t four_columns = sums[i][j];
-      if (accumulate) four_columns = vaddq_s32(four_columns, vld1q_s32(out + kRowsPerRegister * j));
-      vst1q_s32(out + kRowsPerRegister * j, four_columns);
-    }
-  }
+  StoreRows(sums, acc, acc_stride, accumulate);
 }
 
 void MicroKernelNeonDot(const void* lhs_panel, const void* rhs_panel, int padded_depth, int rows,
@@ -110,11 +120,101 @@ void MicroKernelNeonDot(const void* lhs_panel, const void* rhs_panel, int padded
   });
 }
 
+// Prepacked weights of at most 4 bits (PackedType::kUint4Pairs), the memory-bound matrix-vector
+// product's operand: two of the tile's rhs steps in the bytes of one, byte j of the first step in
+// the low nibble of byte j and byte j of the next (the same column, 4 depth values on) in the high
+// nibble. The tile takes 8 depth values a step: the nibbles of each 16-byte register separate into
+// the two steps' registers of 4 columns (an AND and a shift), and each row's group of 8 lhs values
+// (lanes 0 and 1, or 2 and 3, of a register holding two rows) multiplies them. Values are the
+// unsigned 4-bit ones, which SDOT's int8 side holds as they are.
+constexpr KernelFormat kUint4PairsFormat{kNeonDotFormat.lhs_rows, kNeonDotFormat.rhs_cols,
+                                         2 * kGroup, PackedType::kInt8, PackedType::kUint4Pairs};
+constexpr int kPairRowsPerRegister = 2;
+constexpr int kPairStepBytes = kUint4PairsFormat.rhs_cols * kGroup;  // two steps, folded
+
+void PackLhsNeonDotPairs(const MatrixView& source, int start, int count, int depth_start, int depth,
+                         void* packed, std::int32_t* sums) {
+  PackInt8Neon(source, kUint4PairsFormat, kUint4PairsFormat.lhs_rows, start, count, depth_start,
+               depth, packed, sums);
+}
+
+// kUint8 groups of 4 depth values, the layout that PackNibblePairs folds. Only prepacking calls it.
+void PackUint8GroupsOfFour(const MatrixView& source, PackedType type, int panel_width, int start,
+                           int count, int depth_start, int depth, void* packed,
+                           std::int32_t* sums) {
+  PackBytesPortable(source, type, kNeonDotFormat, panel_width, start, count, depth_start, depth,
+                    packed, sums);
+}
+
+void PackRhsNeonDotPairs(const MatrixView& source, int start, int count, int depth_start, int depth,
+                         void* packed, std::int32_t* sums) {
+  PackNibblePairs(&PackUint8GroupsOfFour, PackedType::kUint8, kUint4PairsFormat.rhs_cols,
+                  kUint4PairsFormat.depth_group, 2 * kPairStepBytes, source, start, count,
+                  depth_start, depth, packed, sums);
+}
+
+// row += low x the 4 depth values in lane kLane of `two_rows` + high x those in lane kLane + 1.
+template <int kLane>
+inline void AddPairRow(int8x16_t low, int8x16_t high, int8x16_t two_rows, int32x4_t& row) {
+  row = vdotq_laneq_s32(vdotq_laneq_s32(row, low, two_rows, kLane), high, two_rows, kLane + 1);
+}
+
+template <int kRows>
+void PairMicroKernelRows(const std::int8_t* lhs, const std::uint8_t* rhs, int padded_depth,
+                         std::int32_t* acc, int acc_stride, bool accumulate) {
+  constexpr int kLhsRegisters = (kRows + kPairRowsPerRegister - 1) / kPairRowsPerRegister;
+  constexpr int kStepDepth = kUint4PairsFormat.depth_group;
+  int32x4_t sums[kRows][kColRegisters];
+#pragma GCC unroll 8
+  for (int i = 0; i < kRows; ++i) {
+    for (int j = 0; j < kColRegisters; ++j) sums[i][j] = vdupq_n_s32(0);
+  }
+  const uint8x16_t low_nibbles = vdupq_n_u8(0x0f);
+  for (int d = 0; d < padded_depth; d += kStepDepth) {
+    int8x16_t rows[kLhsRegisters];
+    for (int r = 0; r < kLhsRegisters; ++r) rows[r] = vld1q_s8(lhs + r * kRegisterBytes);
+#pragma GCC unroll 3
+    for (int j = 0; j < kColRegisters; ++j) {
+      const uint8x16_t pairs = vld1q_u8(rhs + j * kRegisterBytes);
+      const int8x16_t low = vreinterpretq_s8_u8(vandq_u8(pairs, low_nibbles));
+      const int8x16_t high = vreinterpretq_s8_u8(vshrq_n_u8(pairs, 4));
+#pragma GCC unroll 8
+      for (int i = 0; i < kRows; ++i) {
+        if (i % kPairRowsPerRegister == 0) {
+          AddPairRow<0>(low, high, rows[i / kPairRowsPerRegister], sums[i][j]);
+        } else {
+          AddPairRow<2>(low, high, rows[i / kPairRowsPerRegister], sums[i][j]);
+        }
+      }
+    }
+    lhs += kUint4PairsFormat.lhs_rows * kStepDepth;
+    rhs += kPairStepBytes;
+  }
+  StoreRows(sums, acc, acc_stride, accumulate);
+}
+
+void PairMicroKernel(const void* lhs_panel, const void* rhs_panel, int padded_depth, int rows,
+                     std::int32_t* acc, int acc_stride, bool accumulate) {
+  const auto* lhs = static_cast<const std::int8_t*>(lhs_panel);
+  const auto* rhs = static_cast<const std::uint8_t*>(rhs_panel);
+  ForRowCount<kUint4PairsFormat.lhs_rows>(rows, [&](auto used_rows) {
+    PairMicroKernelRows<decltype(used_rows)::value>(lhs, rhs, padded_depth, acc, acc_stride,
+                                                    accumulate);
+  });
+}
+
 }  // namespace
 
 const KernelImplementation& NeonDotKernel() {
   static const KernelImplementation implementation{Kernel::kNeon, kNeonDotFormat, &PackLhsNeonDot,
                                                    &PackRhsNeonDot, &MicroKernelNeonDot};
+  return implementation;
+}
+
+const KernelImplementation& NeonDotUint4PairsKernel() {
+  static const KernelImplementation implementation{Kernel::kNeon, kUint4PairsFormat,
+                                                   &PackLhsNeonDotPairs, &PackRhsNeonDotPairs,
+                                                   &PairMicroKernel};
   return implementation;
 }
 

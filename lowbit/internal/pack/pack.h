@@ -96,7 +96,7 @@ void PackNibblePairs(PackByteGroupsFunction pack, PackedType byte_type, int pane
 
 #if defined(__aarch64__)
 // The same for kInt8, with NEON where each row's depth values are contiguous and the depth group
-// is 4 or 16. In kernel_neon.cc, compiled without extension flags, so that the dot-product
+// is 4, 8 or 16. In kernel_neon.cc, compiled without extension flags, so that the dot-product
 // kernel's file calls it rather than compile a packer of its own with +dotprod.
 void PackInt8Neon(const MatrixView& source, const KernelFormat& format, int panel_width, int start,
                   int count, int depth_start, int depth, void* packed, std::int32_t* sums);
