@@ -153,10 +153,13 @@ void PackRhsNeonDotPairs(const MatrixView& source, int start, int count, int dep
                   depth_start, depth, packed, sums);
 }
 
-// row += low x the 4 depth values in lane kLane of `two_rows` + high x those in lane kLane + 1.
+// low_sum += low x the 4 depth values in lane kLane of `two_rows`, high_sum += high x those in
+// lane kLane + 1 (the next 4 depth values of the same row).
 template <int kLane>
-inline void AddPairRow(int8x16_t low, int8x16_t high, int8x16_t two_rows, int32x4_t& row) {
-  row = vdotq_laneq_s32(vdotq_laneq_s32(row, low, two_rows, kLane), high, two_rows, kLane + 1);
+inline void AddPairRow(int8x16_t low, int8x16_t high, int8x16_t two_rows, int32x4_t& low_sum,
+                       int32x4_t& high_sum) {
+  low_sum = vdotq_laneq_s32(low_sum, low, two_rows, kLane);
+  high_sum = vdotq_laneq_s32(high_sum, high, two_rows, kLane + 1);
 }
 
 template <int kRows>
@@ -164,10 +167,18 @@ void PairMicroKernelRows(const std::int8_t* lhs, const std::uint8_t* rhs, int pa
                          std::int32_t* acc, int acc_stride, bool accumulate) {
   constexpr int kLhsRegisters = (kRows + kPairRowsPerRegister - 1) / kPairRowsPerRegister;
   constexpr int kStepDepth = kUint4PairsFormat.depth_group;
+  // Up to 4 rows (a matrix-vector product has one) leave registers to spare: the high nibbles'
+  // products go to a second set of sums, so that each sum takes one sdot a step, not a chain of
+  // two. 8 rows keep 24 chains in flight without.
+  constexpr bool kSplit = kRows <= 4;
   int32x4_t sums[kRows][kColRegisters];
+  int32x4_t high_sums[kSplit ? kRows : 1][kColRegisters];
 #pragma GCC unroll 8
   for (int i = 0; i < kRows; ++i) {
-    for (int j = 0; j < kColRegisters; ++j) sums[i][j] = vdupq_n_s32(0);
+    for (int j = 0; j < kColRegisters; ++j) {
+      sums[i][j] = vdupq_n_s32(0);
+      if (kSplit) high_sums[i][j] = vdupq_n_s32(0);
+    }
   }
   const uint8x16_t low_nibbles = vdupq_n_u8(0x0f);
   for (int d = 0; d < padded_depth; d += kStepDepth) {
@@ -180,15 +191,22 @@ void PairMicroKernelRows(const std::int8_t* lhs, const std::uint8_t* rhs, int pa
       const int8x16_t high = vreinterpretq_s8_u8(vshrq_n_u8(pairs, 4));
 #pragma GCC unroll 8
       for (int i = 0; i < kRows; ++i) {
+        int32x4_t& high_sum = kSplit ? high_sums[kSplit ? i : 0][j] : sums[i][j];
         if (i % kPairRowsPerRegister == 0) {
-          AddPairRow<0>(low, high, rows[i / kPairRowsPerRegister], sums[i][j]);
+          AddPairRow<0>(low, high, rows[i / kPairRowsPerRegister], sums[i][j], high_sum);
         } else {
-          AddPairRow<2>(low, high, rows[i / kPairRowsPerRegister], sums[i][j]);
+          AddPairRow<2>(low, high, rows[i / kPairRowsPerRegister], sums[i][j], high_sum);
         }
       }
     }
     lhs += kUint4PairsFormat.lhs_rows * kStepDepth;
     rhs += kPairStepBytes;
+  }
+  if constexpr (kSplit) {
+#pragma GCC unroll 8
+    for (int i = 0; i < kRows; ++i) {
+      for (int j = 0; j < kColRegisters; ++j) sums[i][j] = vaddq_s32(sums[i][j], high_sums[i][j]);
+    }
   }
   StoreRows(sums, acc, acc_stride, accumulate);
 }
