@@ -65,6 +65,15 @@ const internal::KernelImplementation& BestNeonKernel() {
   const bool has_dot = cpuinfo_initialize() && cpuinfo_has_arm_neon_dot();
   return has_dot ? internal::NeonDotKernel() : internal::NeonKernel();
 }
+// Narrow operands where the CPU has SDOT: the narrow kernels' vmlal_s8 and vmlal_high_s8 add 8
+// products an instruction (32 for the 4x4 tile's 256 of a 16-deep group), sdot adds 16 (24 for the
+// dot-product tile's 384 of a 4-deep one), exactly for any values of up to 8 bits. So, as with
+// AVX-512 VNNI's vpdpbusd, narrow values take the dot-product kernel there, and the narrow kernels
+// serve CPUs without it; 1 x 1 bits still run bit-serial (BitSerialPays).
+const internal::KernelImplementation* NeonNarrowKernelWithoutDot(int lhs_bits, int rhs_bits) {
+  if (cpuinfo_initialize() && cpuinfo_has_arm_neon_dot()) return nullptr;
+  return internal::NeonNarrowKernel(lhs_bits, rhs_bits);
+}
 // Weights of at most 4 bits two to a byte need SDOT too; without it they stay a byte each.
 const internal::KernelImplementation* NeonUint4WeightsKernel() {
   const bool has_dot = cpuinfo_initialize() && cpuinfo_has_arm_neon_dot();
@@ -121,7 +130,7 @@ const KernelEntry kKernels[] = {
 #endif
 #if defined(__aarch64__)
     {Kernel::kNeon, &HasNeon, &BestNeonKernel, &BestNeonKernel, nullptr,
-     &internal::NeonNarrowKernel, &internal::WriteOutputNeon, &internal::NeonBitSerialKernel,
+     &NeonNarrowKernelWithoutDot, &internal::WriteOutputNeon, &internal::NeonBitSerialKernel,
      &NeonUint4WeightsKernel},
 #endif
 };
