@@ -39,14 +39,15 @@ lowbit_bench::SummaryReporter::Ceilings Avx2Ceilings() {
   return ceilings;
 }
 
-// The AVX-512 VNNI kernel's (`arithmetic` vpdpbusd, `tile_step` dot_tile_step) or the AMX
-// kernel's (tdpbsud, amx_tile_step): each runs prepacked weights and the narrow settings through
-// its 8-bit tile too, but 1 x 1 bits, measured against one AND and popcount a product (the
-// bit-serial kernel's, which the dispatch picks for the larger shapes), and 1 x 2 bits, bit-serial
-// on some shapes and not others, measured against no ceiling.
+// The AVX-512 VNNI kernel's (`arithmetic` vpdpbusd, `tile_step` dot_tile_step, `tile_in_blocks`
+// vnni_tile_in_blocks) or the AMX kernel's (tdpbsud, amx_tile_step, none): each runs prepacked
+// weights and the narrow settings through its 8-bit tile too, but 1 x 1 bits, measured against
+// one AND and popcount a product (the bit-serial kernel's, which the dispatch picks for the larger
+// shapes), and 1 x 2 bits, bit-serial on some shapes and not others, measured against no ceiling.
 lowbit_bench::SummaryReporter::Ceilings Avx512Ceilings(lowbit::Kernel kernel,
                                                        const char* arithmetic,
-                                                       const char* tile_step) {
+                                                       const char* tile_step,
+                                                       const char* tile_in_blocks) {
   lowbit_bench::SummaryReporter::Ceilings ceilings;
   for (const LowbitSetting& setting : LowbitSettings()) {
     if (setting.kernel != kernel) continue;
@@ -54,7 +55,12 @@ lowbit_bench::SummaryReporter::Ceilings Avx512Ceilings(lowbit::Kernel kernel,
                          setting.narrow->params.rhs_bits == 1;
     if (MayRunBitSerial(setting.narrow) && !one_bit) continue;
     ceilings.arithmetic[setting.name] = one_bit ? "vpandd_vpopcntd_vpaddd" : arithmetic;
-    if (!one_bit) ceilings.tile_step[setting.name] = tile_step;
+    if (one_bit) continue;
+    ceilings.tile_step[setting.name] = tile_step;
+    // The tile alone, on unpacked operands' blocks: the GEMMs that pack both.
+    if (tile_in_blocks != nullptr && !setting.prepack) {
+      ceilings.tile_in_blocks[setting.name] = tile_in_blocks;
+    }
   }
   return ceilings;
 }
@@ -131,9 +137,9 @@ int main(int argc, char** argv) {
       benchmark::CreateDefaultDisplayReporter(), lowbit::KernelName(best),
       best == lowbit::Kernel::kAvx2 ? lowbit_bench::Avx2Ceilings()
       : best == lowbit::Kernel::kAvx512Vnni
-          ? lowbit_bench::Avx512Ceilings(best, "vpdpbusd", "dot_tile_step")
+          ? lowbit_bench::Avx512Ceilings(best, "vpdpbusd", "dot_tile_step", "vnni_tile_in_blocks")
       : best == lowbit::Kernel::kAmx
-          ? lowbit_bench::Avx512Ceilings(best, "tdpbsud", "amx_tile_step")
+          ? lowbit_bench::Avx512Ceilings(best, "tdpbsud", "amx_tile_step", nullptr)
           : lowbit_bench::SummaryReporter::Ceilings{});
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();

@@ -1,8 +1,9 @@
 // After the run, the suite's medians side by side (to stderr, so that --benchmark_format=json
 // output stays valid): every library on each 8-bit case with lowbit's ratio to each peer, each
 // narrow setting against lowbit's 8-bit GEMM, each lowbit case as a fraction of its instruction
-// ceiling and of its tile's bare step (bench/ceiling_x86.cc) measured in the same run, and two
-// threads' speedup over one beside the ceilings'.
+// ceiling, of its tile's bare step and of its tile alone on the case's packed operands
+// (bench/ceiling_x86.cc) measured in the same run, and two threads' speedup over one beside the
+// ceilings'.
 #ifndef LOWBIT_BENCH_SUMMARY_REPORTER_H_
 #define LOWBIT_BENCH_SUMMARY_REPORTER_H_
 
@@ -21,10 +22,12 @@ namespace lowbit_bench {
 class SummaryReporter : public benchmark::BenchmarkReporter {
  public:
   // The ceilings (bench/ceiling_x86.cc) a lowbit setting is measured against, by name: the bare
-  // arithmetic of its kernel, and its tile's whole step.
+  // arithmetic of its kernel, and its tile's whole step (both run the 1024^3 case's work); and
+  // its tile called alone on the operands of the case's own shape, where there is such a case.
   struct Ceilings {
     std::map<std::string, std::string> arithmetic;
     std::map<std::string, std::string> tile_step;
+    std::map<std::string, std::string> tile_in_blocks;
   };
 
   // `display` prints the runs as --benchmark_format asks. `lowbit_kernel` is the kernel whose
@@ -115,12 +118,13 @@ class SummaryReporter : public benchmark::BenchmarkReporter {
     std::FILE* out = stderr;
     std::fprintf(out,
                  "\nSummary: median GOPS; (x) = lowbit %s's ratio to the peer, prepacked to "
-                 "prepacked; of ceiling, of step = the fraction of the same run's instruction "
-                 "ceiling and of its tile's bare step\n",
+                 "prepacked; of ceiling, of step, of tile = the fraction of the same run's "
+                 "instruction ceiling, of its tile's bare step and of its tile alone on the "
+                 "case's packed operands\n",
                  kernel_.c_str());
     std::fprintf(out, "%-26s %10s %10s", "case", kernel_.c_str(), "prepacked");
     for (const std::string& peer : peers) std::fprintf(out, " %24s", peer.c_str());
-    std::fprintf(out, " %10s %8s\n", "of ceiling", "of step");
+    std::fprintf(out, " %10s %8s %8s\n", "of ceiling", "of step", "of tile");
     for (const std::string& shape : shapes) {
       const double plain = Median("lowbit/" + kernel_ + "/" + shape);
       const double prepacked = Median("lowbit/" + kernel_ + "_prepacked/" + shape);
@@ -139,8 +143,8 @@ class SummaryReporter : public benchmark::BenchmarkReporter {
     }
     PrintScaling(out);
     if (narrow.empty()) return;
-    std::fprintf(out, "\n%-26s %-26s %10s %14s %10s %8s\n", "setting", "case", "GOPS",
-                 ("x " + kernel_ + " 8-bit").c_str(), "of ceiling", "of step");
+    std::fprintf(out, "\n%-26s %-26s %10s %14s %10s %8s %8s\n", "setting", "case", "GOPS",
+                 ("x " + kernel_ + " 8-bit").c_str(), "of ceiling", "of step", "of tile");
     for (const std::string& setting : narrow) {
       for (const std::string& shape : shapes) {
         const double gops = Median("lowbit/" + setting + "/" + shape);
@@ -154,17 +158,19 @@ class SummaryReporter : public benchmark::BenchmarkReporter {
   }
 
   // The case's GOPS as a fraction of each ceiling its setting is measured against, on as many
-  // threads (ceilings run the 1024^3 case's work), where both ran.
+  // threads, where both ran.
   void PrintFractions(std::FILE* out, const std::string& setting, const std::string& shape,
                       double gops) const {
     const std::size_t threads = shape.find("/threads:");
-    const auto fraction = [&](const std::map<std::string, std::string>& names) {
+    const auto fraction = [&](const std::map<std::string, std::string>& names,
+                              const std::string& ceiling_shape) {
       const auto name = names.find(setting);
       if (name == names.end() || threads == std::string::npos || gops <= 0) return -1.0;
-      const double ceiling =
-          Median("ceiling/" + name->second + "/1024x1024x1024" + shape.substr(threads));
+      const double ceiling = Median("ceiling/" + name->second + "/" + ceiling_shape);
       return ceiling > 0 ? gops / ceiling : -1.0;
     };
+    const std::string work_of_1024 =
+        threads == std::string::npos ? "" : "1024x1024x1024" + shape.substr(threads);
     const auto print = [out](int width, double value) {
       if (value > 0) {
         std::fprintf(out, " %*.2f", width, value);
@@ -172,8 +178,9 @@ class SummaryReporter : public benchmark::BenchmarkReporter {
         std::fprintf(out, " %*s", width, "-");
       }
     };
-    print(10, fraction(ceilings_.arithmetic));
-    print(8, fraction(ceilings_.tile_step));
+    print(10, fraction(ceilings_.arithmetic, work_of_1024));
+    print(8, fraction(ceilings_.tile_step, work_of_1024));
+    print(8, fraction(ceilings_.tile_in_blocks, shape));
   }
 
   // Two threads over one at 1024^3, for lowbit and for each ceiling measured on both: what the
