@@ -59,11 +59,11 @@ const internal::KernelImplementation* Avx512BitSerialIfVpopcntdq(int lhs_bits, i
 
 #if defined(__aarch64__)
 bool HasNeon() { return cpuinfo_initialize() && cpuinfo_has_arm_neon(); }
+bool HasNeonDot() { return cpuinfo_initialize() && cpuinfo_has_arm_neon_dot(); }
 // Kernel::kNeon is the best 8-bit NEON kernel the CPU runs. A prepacked rhs is packed by this
 // same choice, made again on the same CPU when it is multiplied.
 const internal::KernelImplementation& BestNeonKernel() {
-  const bool has_dot = cpuinfo_initialize() && cpuinfo_has_arm_neon_dot();
-  return has_dot ? internal::NeonDotKernel() : internal::NeonKernel();
+  return HasNeonDot() ? internal::NeonDotKernel() : internal::NeonKernel();
 }
 // Narrow operands where the CPU has SDOT: the narrow kernels' vmlal_s8 and vmlal_high_s8 add 8
 // products an instruction (32 for the 4x4 tile's 256 of a 16-deep group), sdot adds 16 (24 for the
@@ -71,13 +71,11 @@ const internal::KernelImplementation& BestNeonKernel() {
 // AVX-512 VNNI's vpdpbusd, narrow values take the dot-product kernel there, and the narrow kernels
 // serve CPUs without it; 1 x 1 bits still run bit-serial (BitSerialPays).
 const internal::KernelImplementation* NeonNarrowKernelWithoutDot(int lhs_bits, int rhs_bits) {
-  if (cpuinfo_initialize() && cpuinfo_has_arm_neon_dot()) return nullptr;
-  return internal::NeonNarrowKernel(lhs_bits, rhs_bits);
+  return HasNeonDot() ? nullptr : internal::NeonNarrowKernel(lhs_bits, rhs_bits);
 }
 // Weights of at most 4 bits two to a byte need SDOT too; without it they stay a byte each.
 const internal::KernelImplementation* NeonUint4WeightsKernel() {
-  const bool has_dot = cpuinfo_initialize() && cpuinfo_has_arm_neon_dot();
-  return has_dot ? &internal::NeonDotUint4PairsKernel() : nullptr;
+  return HasNeonDot() ? &internal::NeonDotUint4PairsKernel() : nullptr;
 }
 #endif
 

@@ -79,7 +79,7 @@ void PackBytesPortable(const MatrixView& source, PackedType type, const KernelFo
 void PackBitPlanesPortable(const MatrixView& source, PackedType type, int panel_width, int start,
                            int count, int depth_start, int depth, void* packed, std::int32_t* sums);
 
-// The byte-group packers (pack_x86.h), one signature.
+// The byte-group packers (pack_x86.h, and the NEON 4-bit weights' portable one), one signature.
 using PackByteGroupsFunction = void (*)(const MatrixView& source, PackedType type, int panel_width,
                                         int start, int count, int depth_start, int depth,
                                         void* packed, std::int32_t* sums);
