@@ -86,10 +86,11 @@ using PackByteGroupsFunction = void (*)(const MatrixView& source, PackedType typ
 
 // A PackFunction's work for weights of at most 4 bits stored two to a byte (kUint4Pairs,
 // kInt4Pairs): `pack` packs each panel of `panel_width` rows as byte groups of `byte_type` (kUint8
-// or kInt8, in depth groups of `depth_group`) into a buffer, and each step of `step_bytes` there
-// is folded into half as many, byte j of its first half into the low nibble of byte j and of its
-// second half into the high nibble, kInt8 values plus 8. Only prepacking calls it, once per set of
-// weights.
+// or kInt8) into a buffer of the depth rounded up to `depth_group`, the layout's group (a multiple
+// of the packer's own: the bytes past those it writes stay zero, the layout's padding), and each
+// step of `step_bytes` there is folded into half as many, byte j of its first half into the low
+// nibble of byte j and of its second half into the high nibble, kInt8 values plus 8. Only
+// prepacking calls it, once per set of weights.
 void PackNibblePairs(PackByteGroupsFunction pack, PackedType byte_type, int panel_width,
                      int depth_group, int step_bytes, const MatrixView& source, int start,
                      int count, int depth_start, int depth, void* packed, std::int32_t* sums);
