@@ -1,12 +1,14 @@
 // The micro-kernel check shared by the kernel suites (kernel_x86_test, kernel_narrow_test,
-// kernel_bit_serial_test): a tile's operands packed by the kernel's own packers, its sums against
-// the 64-bit reference; and the narrow operands they are checked on.
+// kernel_bit_serial_test, kernel_neon_test): a tile's operands packed by the kernel's own packers,
+// its sums against the 64-bit reference; the narrow operands they are checked on; and the check
+// of the tiles on 4-bit weights.
 #ifndef LOWBIT_TEST_KERNEL_CHECK_H_
 #define LOWBIT_TEST_KERNEL_CHECK_H_
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -124,6 +126,41 @@ void CheckMicroKernel(const internal::KernelImplementation& kernel, const Matrix
         ASSERT_EQ(entry, expected)
             << name << " depth " << depth << " entry (" << r << ", " << c << ") of " << used_rows
             << " rows" << (accumulate ? " accumulating" : "");
+      }
+    }
+  }
+}
+
+// A tile of 8-bit lhs values by 4-bit weights (a layout for weights of at most 4 bits) exact at
+// the extremes of both ranges and on random values, for every row count and both element types
+// on each side, at each depth of `depths`; above `all_cases_up_to`, only for one row and the
+// whole tile and at the extremes that come closest to overflow (low x high, high x high).
+inline void CheckFourBitWeightsTile(const internal::KernelImplementation& implementation,
+                                    std::initializer_list<int> depths, int all_cases_up_to,
+                                    std::mt19937& random, const std::string& name) {
+  using internal::ElementType;
+  const auto uniform = Uniform(random);
+  const int rows = implementation.format.lhs_rows, cols = implementation.format.rhs_cols;
+  for (ElementType lhs_type : {ElementType::kUint8, ElementType::kInt8}) {
+    for (ElementType rhs_type : {ElementType::kUint8, ElementType::kInt8}) {
+      for (int depth : depths) {
+        const bool deep = depth > all_cases_up_to;
+        const NarrowMatrix lhs_low(rows, depth, Order::kRowMajor, lhs_type, 8, Lowest);
+        const NarrowMatrix lhs_high(rows, depth, Order::kColMajor, lhs_type, 8, Highest);
+        const NarrowMatrix lhs_random(rows, depth, Order::kRowMajor, lhs_type, 8, uniform);
+        const NarrowMatrix rhs_low(cols, depth, Order::kRowMajor, rhs_type, 4, Lowest);
+        const NarrowMatrix rhs_high(cols, depth, Order::kColMajor, rhs_type, 4, Highest);
+        const NarrowMatrix rhs_random(cols, depth, Order::kColMajor, rhs_type, 4, uniform);
+        for (int used_rows = 1; used_rows <= rows; ++used_rows) {
+          if (deep && used_rows != 1 && used_rows != rows) continue;
+          CheckMicroKernel(implementation, lhs_low, rhs_high, used_rows, name + " low x high");
+          CheckMicroKernel(implementation, lhs_high, rhs_high, used_rows, name + " high x high");
+          if (!deep) {
+            CheckMicroKernel(implementation, lhs_high, rhs_low, used_rows, name + " high x low");
+            CheckMicroKernel(implementation, lhs_random, rhs_random, used_rows, name + " random");
+          }
+          if (testing::Test::HasFatalFailure()) return;
+        }
       }
     }
   }

@@ -356,28 +356,8 @@ TEST(NeonDispatchTest, FourBitWeightsTwoToAByte) {
   }
   EXPECT_NE(&GetPrepackedRhsKernelImplementation(Kernel::kNeon, 8, 5), &pairs);
   std::mt19937 random(5);
-  const auto uniform = test::Uniform(random);
-  for (ElementType lhs_type : {ElementType::kUint8, ElementType::kInt8}) {
-    for (ElementType rhs_type : {ElementType::kUint8, ElementType::kInt8}) {
-      for (int depth : {1, 3, 4, 5, 8, 9, 64, 67, 1001}) {
-        const int rows = pairs.format.lhs_rows, cols = pairs.format.rhs_cols;
-        const test::NarrowMatrix lhs_low(rows, depth, Order::kRowMajor, lhs_type, 8, test::Lowest);
-        const test::NarrowMatrix lhs_high(rows, depth, Order::kColMajor, lhs_type, 8,
-                                          test::Highest);
-        const test::NarrowMatrix lhs_random(rows, depth, Order::kRowMajor, lhs_type, 8, uniform);
-        const test::NarrowMatrix rhs_low(cols, depth, Order::kRowMajor, rhs_type, 4, test::Lowest);
-        const test::NarrowMatrix rhs_high(cols, depth, Order::kColMajor, rhs_type, 4,
-                                          test::Highest);
-        const test::NarrowMatrix rhs_random(cols, depth, Order::kColMajor, rhs_type, 4, uniform);
-        for (int used_rows = 1; used_rows <= rows; ++used_rows) {
-          test::CheckMicroKernel(pairs, lhs_low, rhs_high, used_rows, "low x high");
-          test::CheckMicroKernel(pairs, lhs_high, rhs_high, used_rows, "high x high");
-          test::CheckMicroKernel(pairs, lhs_high, rhs_low, used_rows, "high x low");
-          test::CheckMicroKernel(pairs, lhs_random, rhs_random, used_rows, "random");
-        }
-      }
-    }
-  }
+  test::CheckFourBitWeightsTile(pairs, {1, 3, 4, 5, 8, 9, 64, 67, 1001}, 1001, random,
+                                "neon pairs");
 }
 
 }  // namespace

@@ -238,32 +238,10 @@ TEST(KernelX86Test, FourBitWeightsTwoToAByte) {
         }
       }
     }
-    for (ElementType lhs_type : {ElementType::kUint8, ElementType::kInt8}) {
-      for (ElementType rhs_type : {ElementType::kUint8, ElementType::kInt8}) {
-        // 70001: 16 times a high nibble's sum at the extremes exceeds int32 (what the tile
-        // accumulates for them), so the depth goes to the tile in parts; fewer cases there.
-        for (int depth : {1, 3, 4, 5, 64, 1001, 70001}) {
-          const bool deep = depth > 1001;
-          const int rows = format.lhs_rows, cols = format.rhs_cols;
-          const NarrowMatrix lhs_low(rows, depth, Order::kRowMajor, lhs_type, 8, Lowest);
-          const NarrowMatrix lhs_high(rows, depth, Order::kColMajor, lhs_type, 8, Highest);
-          const NarrowMatrix lhs_random(rows, depth, Order::kRowMajor, lhs_type, 8, uniform);
-          const NarrowMatrix rhs_low(cols, depth, Order::kRowMajor, rhs_type, 4, Lowest);
-          const NarrowMatrix rhs_high(cols, depth, Order::kColMajor, rhs_type, 4, Highest);
-          const NarrowMatrix rhs_random(cols, depth, Order::kColMajor, rhs_type, 4, uniform);
-          for (int used_rows = 1; used_rows <= rows; ++used_rows) {
-            if (deep && used_rows != 1 && used_rows != rows) continue;
-            CheckMicroKernel(implementation, lhs_low, rhs_high, used_rows, name + " low x high");
-            CheckMicroKernel(implementation, lhs_high, rhs_high, used_rows, name + " high x high");
-            if (!deep) {
-              CheckMicroKernel(implementation, lhs_high, rhs_low, used_rows, name + " high x low");
-              CheckMicroKernel(implementation, lhs_random, rhs_random, used_rows, name + " random");
-            }
-            if (HasFatalFailure()) return;
-          }
-        }
-      }
-    }
+    // 70001: 16 times a high nibble's sum at the extremes exceeds int32 (what the tile
+    // accumulates for them), so the depth goes to the tile in parts; fewer cases there.
+    CheckFourBitWeightsTile(implementation, {1, 3, 4, 5, 64, 1001, 70001}, 1001, random, name);
+    if (HasFatalFailure()) return;
   }
 }
 
