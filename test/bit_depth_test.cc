@@ -365,6 +365,9 @@ class BitDepthGemmTest : public testing::TestWithParam<PathSetting> {
     OwnedMatrix<std::uint8_t> out(shape.rows, shape.cols, result_order, 1, &random);
     GemmWithOutputPipeline(&context_, lhs.const_map(), rhs.const_map(), &out.map, lhs_offset,
                            rhs_offset, pipeline, params);
+    OwnedMatrix<std::uint8_t> prepacked_out(shape.rows, shape.cols, result_order, 1, &random);
+    GemmWithOutputPipeline(&context_, lhs.const_map(), prepacked, &prepacked_out.map, lhs_offset,
+                           rhs_offset, pipeline, params);
     for (int r = 0; r < shape.rows; ++r) {
       for (int c = 0; c < shape.cols; ++c) {
         const std::int32_t value = expected[r * shape.cols + c];
@@ -374,6 +377,7 @@ class BitDepthGemmTest : public testing::TestWithParam<PathSetting> {
             << BitDepthRoundingName(params.rounding) << ", index " << index;
         ASSERT_EQ(prepacked_acc.map(r, c), value) << "prepacked (" << r << ", " << c << ")";
         ASSERT_EQ(out.map(r, c), meta::EvalPipeline(pipeline, value, r, c));
+        ASSERT_EQ(prepacked_out.map(r, c), out.map(r, c)) << "prepacked (" << r << ", " << c << ")";
       }
     }
   }

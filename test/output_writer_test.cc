@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "lowbit/internal/output/output.h"
+#include "lowbit/internal/output/output_line.h"
 #include "lowbit/internal/output/unpack.h"
 #include "lowbit/lowbit.h"
 
@@ -36,6 +37,37 @@ std::vector<std::int32_t> EdgeValues() {
                                                   std::numeric_limits<std::int32_t>::max());
   while (values.size() % 61 != 0) values.push_back(any(random));
   return values;
+}
+
+// The result row and column of a checked block's first entry.
+constexpr int kRowStart = 3, kColStart = 5;
+
+// Runs `writer` on the rows x cols block of sums `acc`, at kRowStart, kColStart of the result,
+// with the sums along rows and along columns (entry (r, c) at acc[r * cols + c] or
+// acc[r + c * rows]) into results of both orders, and hands each result and block to
+// check(out_map, block).
+template <typename Result, typename Check>
+void WriteInEveryLayout(internal::OutputWriter writer, const internal::OutputProgram& program,
+                        int rows, int cols, const std::vector<std::int32_t>& acc,
+                        const internal::OffsetTerms& terms, const internal::Rescale* rescale,
+                        const Check& check) {
+  for (bool acc_row_major : {true, false}) {
+    for (Order order : {Order::kRowMajor, Order::kColMajor}) {
+      const internal::AccumulatorBlock block{kRowStart,
+                                             kColStart,
+                                             rows,
+                                             cols,
+                                             acc.data(),
+                                             acc_row_major ? cols : 1,
+                                             acc_row_major ? 1 : rows};
+      const int total_rows = kRowStart + rows, total_cols = kColStart + cols;
+      std::vector<Result> out(static_cast<std::size_t>(total_rows) * total_cols);
+      MatrixMap<Result> out_map(out.data(), total_rows, total_cols, order);
+      writer(program, block, terms, rescale, internal::ViewOf(out_map));
+      check(out_map, block);
+      if (testing::Test::HasFatalFailure()) return;
+    }
+  }
 }
 
 // Runs `pipeline` over a rows x cols block of edge values through `writer` and through the
@@ -75,43 +107,38 @@ void CheckWriter(internal::OutputWriter writer, const Pipeline& pipeline, int ro
         : products ? internal::OffsetTerms{row_first.data(), col_first.data(), row_second.data(),
                                            col_second.data()}
                    : internal::OffsetTerms{};
-    for (bool acc_row_major : {true, false}) {
-      for (Order order : {Order::kRowMajor, Order::kColMajor}) {
-        const int row_start = 3, col_start = 5;
-        const internal::AccumulatorBlock block{row_start,
-                                               col_start,
-                                               rows,
-                                               cols,
-                                               acc.data(),
-                                               acc_row_major ? cols : 1,
-                                               acc_row_major ? 1 : rows};
-        const int total_rows = row_start + rows, total_cols = col_start + cols;
-        std::vector<Result> out(static_cast<std::size_t>(total_rows) * total_cols);
-        MatrixMap<Result> out_map(out.data(), total_rows, total_cols, order);
-        writer(program, block, terms, rescale, internal::ViewOf(out_map));
-        for (int r = 0; r < rows; ++r) {
-          for (int c = 0; c < cols; ++c) {
-            auto value = static_cast<std::int32_t>(
-                static_cast<std::uint32_t>(acc[r * block.row_stride + c * block.col_stride]) +
-                static_cast<std::uint32_t>(row_first[r]) *
-                    static_cast<std::uint32_t>(col_first[c]) +
-                static_cast<std::uint32_t>(row_second[r]) *
-                    static_cast<std::uint32_t>(col_second[c]) +
-                static_cast<std::uint32_t>(row_part[r]) + static_cast<std::uint32_t>(col_part[c]));
-            if (rescale != nullptr) {
-              internal::RescaleBlock(*rescale, row_start + r, 1, col_start + c, 1, &value, 1);
+    WriteInEveryLayout<Result>(
+        writer, program, rows, cols, acc, terms, rescale,
+        [&](const MatrixMap<Result>& out_map, const internal::AccumulatorBlock& block) {
+          for (int r = 0; r < rows; ++r) {
+            for (int c = 0; c < cols; ++c) {
+              auto value = static_cast<std::int32_t>(
+                  static_cast<std::uint32_t>(acc[r * block.row_stride + c * block.col_stride]) +
+                  static_cast<std::uint32_t>(row_first[r]) *
+                      static_cast<std::uint32_t>(col_first[c]) +
+                  static_cast<std::uint32_t>(row_second[r]) *
+                      static_cast<std::uint32_t>(col_second[c]) +
+                  static_cast<std::uint32_t>(row_part[r]) +
+                  static_cast<std::uint32_t>(col_part[c]));
+              if (rescale != nullptr) {
+                internal::RescaleBlock(*rescale, kRowStart + r, 1, kColStart + c, 1, &value, 1);
+              }
+              ASSERT_EQ(out_map(kRowStart + r, kColStart + c),
+                        meta::EvalPipeline(pipeline, value, kRowStart + r, kColStart + c))
+                  << "acc " << value << " at (" << r << ", " << c << ") of " << rows << "x" << cols
+                  << (products    ? " with offset terms"
+                      : separable ? " with separable terms"
+                                  : "");
             }
-            ASSERT_EQ(out_map(row_start + r, col_start + c),
-                      meta::EvalPipeline(pipeline, value, row_start + r, col_start + c))
-                << "acc " << value << " at (" << r << ", " << c << ") of " << rows << "x" << cols
-                << (products    ? " with offset terms"
-                    : separable ? " with separable terms"
-                                : "");
           }
-        }
-      }
-    }
+        });
+    if (testing::Test::HasFatalFailure()) return;
   }
+}
+
+// The float values of rescale terms, which the driver sets beside them (RescaleLineTerms::a_float).
+std::vector<float> FloatsOf(const std::vector<double>& values) {
+  return std::vector<float>(values.begin(), values.end());
 }
 
 struct KernelWriter {
@@ -337,6 +364,8 @@ TEST(OutputWriterTest, RescaleMatchesTheScalarPath) {
   };
   const std::vector<double> lhs_a = terms(1 << 20), lhs_b = terms(1 << 20);
   const std::vector<double> rhs_a = terms(1 << 30), rhs_b = terms(1 << 30);
+  const std::vector<float> lhs_a_float = FloatsOf(lhs_a), lhs_b_float = FloatsOf(lhs_b);
+  const std::vector<float> rhs_a_float = FloatsOf(rhs_a), rhs_b_float = FloatsOf(rhs_b);
   std::vector<std::int32_t> multipliers(kLines), shifts(kLines);
   for (int i = 0; i < kLines; ++i) {
     multipliers[i] = static_cast<std::int32_t>(random() >> 1);
@@ -346,38 +375,49 @@ TEST(OutputWriterTest, RescaleMatchesTheScalarPath) {
     SCOPED_TRACE(KernelName(kernel_writer.kernel));
     // (2^L - 1)(2^R - 1) for 1x1, 2x1, 4x4, 7x5 and 8x7 bits.
     for (int divisor : {1, 3, 225, 3937, 32385}) {
-      const internal::Rescale rescale{
+      // Without and with the terms' float values, which the float form of a QuantizeDown after
+      // the rescale reads (and turns down here: these terms are too large for it).
+      internal::Rescale rescale{
           {lhs_a.data(), lhs_b.data()}, {rhs_a.data(), rhs_b.data()}, divisor};
-      for (int length : {1, 3, 8, 17, 33, 67}) {
-        CheckWriter(kernel_writer.writer, std::tuple<>(), length, 5, &rescale);
-        CheckWriter(kernel_writer.writer, std::tuple<>(), 7, length, &rescale);
-        CheckWriter(kernel_writer.writer,
-                    std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 9, 100},
-                                    OutputStageSaturatingCastToUint8{}),
-                    length, 17, &rescale);
-        CheckWriter(
-            kernel_writer.writer,
-            std::make_tuple(
-                OutputStageQuantizeDownInt32ByFixedPointPerChannel{
-                    VectorMap<const std::int32_t>(multipliers.data(), kLines),
-                    VectorMap<const std::int32_t>(shifts.data(), kLines), -7, ChannelAxis::kCol},
-                OutputStageSaturatingCastToInt8{}),
-            19, length, &rescale);
-        // Shapes without a loop of their own for the rescale (int16 results, the training
-        // layer's stochastic shift) run their loop for anything owed; int32 results after a
-        // clamp run the generic loop.
-        CheckWriter(kernel_writer.writer,
-                    std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 9, 100},
-                                    OutputStageSaturatingCastToInt16{}),
-                    length, 17, &rescale);
-        CheckWriter(kernel_writer.writer,
-                    std::make_tuple(OutputStageShiftByPOT{-12, Rounding::kStochastic, 5},
-                                    OutputStageClamp{-100, 100}, OutputStageSaturatingCastToInt8{}),
-                    17, length, &rescale);
-        CheckWriter(kernel_writer.writer,
-                    std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 9, 100},
-                                    OutputStageClamp{-1000, 1000}),
-                    length, 17, &rescale);
+      for (bool with_floats : {false, true}) {
+        if (with_floats) {
+          rescale.lhs.a_float = lhs_a_float.data();
+          rescale.lhs.b_float = lhs_b_float.data();
+          rescale.rhs.a_float = rhs_a_float.data();
+          rescale.rhs.b_float = rhs_b_float.data();
+        }
+        for (int length : {1, 3, 8, 17, 33, 67}) {
+          CheckWriter(kernel_writer.writer, std::tuple<>(), length, 5, &rescale);
+          CheckWriter(kernel_writer.writer, std::tuple<>(), 7, length, &rescale);
+          CheckWriter(kernel_writer.writer,
+                      std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 9, 100},
+                                      OutputStageSaturatingCastToUint8{}),
+                      length, 17, &rescale);
+          CheckWriter(
+              kernel_writer.writer,
+              std::make_tuple(
+                  OutputStageQuantizeDownInt32ByFixedPointPerChannel{
+                      VectorMap<const std::int32_t>(multipliers.data(), kLines),
+                      VectorMap<const std::int32_t>(shifts.data(), kLines), -7, ChannelAxis::kCol},
+                  OutputStageSaturatingCastToInt8{}),
+              19, length, &rescale);
+          // Shapes without a loop of their own for the rescale (int16 results, the training
+          // layer's stochastic shift) run their loop for anything owed; int32 results after a
+          // clamp run the generic loop.
+          CheckWriter(kernel_writer.writer,
+                      std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 9, 100},
+                                      OutputStageSaturatingCastToInt16{}),
+                      length, 17, &rescale);
+          CheckWriter(
+              kernel_writer.writer,
+              std::make_tuple(OutputStageShiftByPOT{-12, Rounding::kStochastic, 5},
+                              OutputStageClamp{-100, 100}, OutputStageSaturatingCastToInt8{}),
+              17, length, &rescale);
+          CheckWriter(kernel_writer.writer,
+                      std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 9, 100},
+                                      OutputStageClamp{-1000, 1000}),
+                      length, 17, &rescale);
+        }
       }
     }
   }
@@ -399,9 +439,17 @@ TEST(OutputWriterTest, EightBitResultsOfLargeBlocksMatchScalarEval) {
   for (std::vector<double>& terms : line_terms) {
     for (int i = 0; i < kLines; ++i) terms.push_back(std::nearbyint((random() % 2001) - 1000.0));
   }
-  const internal::Rescale rescale{{line_terms[0].data(), line_terms[1].data()},
-                                  {line_terms[2].data(), line_terms[3].data()},
-                                  3937};
+  internal::Rescale rescale{{line_terms[0].data(), line_terms[1].data()},
+                            {line_terms[2].data(), line_terms[3].data()},
+                            3937};
+  // With the terms' float values, as the driver sets them: the float form of the QuantizeDown
+  // after the rescale takes these lines.
+  const std::vector<float> line_floats[4] = {FloatsOf(line_terms[0]), FloatsOf(line_terms[1]),
+                                             FloatsOf(line_terms[2]), FloatsOf(line_terms[3])};
+  rescale.lhs.a_float = line_floats[0].data();
+  rescale.lhs.b_float = line_floats[1].data();
+  rescale.rhs.a_float = line_floats[2].data();
+  rescale.rhs.b_float = line_floats[3].data();
   for (const KernelWriter& kernel_writer : Writers()) {
     SCOPED_TRACE(KernelName(kernel_writer.kernel));
     for (const auto& [rows, cols] :
@@ -540,6 +588,104 @@ TEST(OutputWriterTest, ScaleBeforeAByteClampMatchesScalarEvalOnEveryAccumulatorI
       check(std::make_tuple(quantize_down, OutputStageSaturatingCastToUint8{}));
       check(std::make_tuple(quantize_down, OutputStageSaturatingCastToInt8{}));
     }
+  }
+}
+
+// The rescale of requantized operands' sums and a QuantizeDown that a clamp to bytes follows run
+// together in float on the AVX-512 and AVX2 writers (RescaledByteScaleConstants,
+// lowbit/internal/output/output_line.h), exact only by its error bound and the window that sends
+// lanes to the exact arithmetic: sums from below the clamp's range to above it, each entry with its
+// own rescale terms, for the scale whose rounding of the rescale moves results most (M' near 2^-9,
+// the widest window), the benchmarks' (1 << 30 >> 15, offset 128) and others, every 3rd or 13th sum
+// where there are millions, against the scalar path's RescaleBlock and Eval, both block layouts and
+// result orders.
+TEST(OutputWriterTest, RescaleAndScaleBeforeAByteClampMatchTheScalarPath) {
+  struct Case {
+    int divisor;
+    std::int32_t multiplier;
+    int shift;
+    std::int32_t offset;
+    int sum_step;
+  };
+  const Case cases[] = {{3937, 2147483647, 9, 0, 1},   {3937, 1518500250, 9, -128, 1},
+                        {3937, 1 << 30, 15, 128, 13},  {32385, 1234567891, 9, 255, 3},
+                        {1905, 2045123457, 13, -3, 3}, {3, 1 << 30, 9, 100, 1}};
+  const int rows = 61;
+  for (const Case& test : cases) {
+    SCOPED_TRACE(std::to_string(test.multiplier) + " >> " + std::to_string(test.shift) + " + " +
+                 std::to_string(test.offset) + ", divisor " + std::to_string(test.divisor));
+    const double scale = std::ldexp(test.multiplier, -(31 + test.shift)) / test.divisor;
+    // Sums from results 150 below the clamp's range to 150 above, with the terms' 120 each way.
+    const auto first_sum =
+        static_cast<std::int32_t>(std::floor((-150 - 120 - test.offset) / (65025 * scale)));
+    const auto last_sum =
+        static_cast<std::int32_t>(std::ceil((255 + 150 + 120 - test.offset) / (65025 * scale)));
+    std::vector<std::int32_t> acc;
+    for (std::int64_t sum = first_sum; sum <= last_sum; sum += test.sum_step) {
+      acc.push_back(static_cast<std::int32_t>(sum));
+    }
+    // And sums far beyond, whose results float cannot hold where the divisor is small.
+    const std::vector<std::int32_t> edges = EdgeValues();
+    acc.insert(acc.end(), edges.begin(), edges.end());
+    const int cols = static_cast<int>(acc.size() + rows - 1) / rows;
+    acc.resize(static_cast<std::size_t>(rows) * cols, 0);
+    // Terms whose products move results by up to about 60 each way: random integers up to
+    // sqrt(60 / scale), exact in double, and their float values.
+    std::mt19937 random(static_cast<std::uint32_t>(test.shift * 7 + test.offset));
+    const double term_limit = std::floor(std::sqrt(60 / scale));
+    std::uniform_real_distribution<double> uniform(-term_limit, term_limit);
+    const auto terms = [&](int count) {
+      std::vector<double> values(count);
+      for (double& value : values) value = std::nearbyint(uniform(random));
+      return values;
+    };
+    const std::vector<double> lhs_a = terms(kRowStart + rows), lhs_b = terms(kRowStart + rows);
+    const std::vector<double> rhs_a = terms(kColStart + cols), rhs_b = terms(kColStart + cols);
+    const std::vector<float> lhs_a_float = FloatsOf(lhs_a), lhs_b_float = FloatsOf(lhs_b);
+    const std::vector<float> rhs_a_float = FloatsOf(rhs_a), rhs_b_float = FloatsOf(rhs_b);
+    internal::Rescale rescale{
+        {lhs_a.data(), lhs_b.data()}, {rhs_a.data(), rhs_b.data()}, test.divisor};
+    rescale.lhs.a_float = lhs_a_float.data();
+    rescale.lhs.b_float = lhs_b_float.data();
+    rescale.rhs.a_float = rhs_a_float.data();
+    rescale.rhs.b_float = rhs_b_float.data();
+    // The float form takes these lines: the test would otherwise check only the exact arithmetic.
+    EXPECT_TRUE((internal::output_writer::RescaledByteScaleConstants(
+                     test.multiplier, test.shift, test.offset, test.divisor, term_limit, term_limit,
+                     term_limit, term_limit)
+                     .usable));
+    // Separable offset terms of zero: the writer's loop for separable terms and a rescale.
+    const std::vector<std::int32_t> row_part(rows, 0), col_part(cols, 0);
+    const internal::OffsetTerms offset_terms =
+        internal::OffsetTerms::Separable(row_part.data(), col_part.data());
+    const OutputStageQuantizeDownInt32ByFixedPoint quantize_down{test.multiplier, test.shift,
+                                                                 test.offset};
+    const auto check = [&](const auto& pipeline) {
+      using Result = typename meta::PipelineOutput<std::decay_t<decltype(pipeline)>>::type;
+      internal::OutputProgram program;
+      ASSERT_TRUE(meta::CompileOutputProgram(pipeline, &program));
+      for (const KernelWriter& kernel_writer : Writers()) {
+        SCOPED_TRACE(KernelName(kernel_writer.kernel));
+        WriteInEveryLayout<Result>(
+            kernel_writer.writer, program, rows, cols, acc, offset_terms, &rescale,
+            [&](const MatrixMap<Result>& out_map, const internal::AccumulatorBlock& block) {
+              for (int r = 0; r < rows; ++r) {
+                for (int c = 0; c < cols; ++c) {
+                  std::int32_t value = acc[r * block.row_stride + c * block.col_stride];
+                  const std::int32_t sum = value;
+                  internal::RescaleBlock(rescale, kRowStart + r, 1, kColStart + c, 1, &value, 1);
+                  ASSERT_EQ(out_map(kRowStart + r, kColStart + c),
+                            meta::EvalPipeline(pipeline, value, kRowStart + r, kColStart + c))
+                      << "sum " << sum << " rescaled to " << value << " at (" << r << ", " << c
+                      << ")";
+                }
+              }
+            });
+        if (HasFatalFailure()) return;
+      }
+    };
+    check(std::make_tuple(quantize_down, OutputStageSaturatingCastToUint8{}));
+    check(std::make_tuple(quantize_down, OutputStageSaturatingCastToInt8{}));
   }
 }
 

@@ -237,13 +237,18 @@ void RunBitDepthGemm(Context& context, const MatrixView& lhs, const MatrixView& 
 
   // Scratch: the rescale terms of every lhs row and rhs column, and the rhs columns' terms
   // before their sums are known (the driver sets the sum-dependent ones as it requantizes each
-  // line while packing it, lowbit/internal/driver/driver.h).
-  const std::size_t terms_bytes = sizeof(double) * (2 * AlignUp(rows) + 3 * AlignUp(cols));
+  // line while packing it, lowbit/internal/driver/driver.h); then the terms rounded to float.
+  const std::size_t terms_bytes = sizeof(double) * (2 * AlignUp(rows) + 3 * AlignUp(cols)) +
+                                  sizeof(float) * (2 * AlignUp(rows) + 2 * AlignUp(cols));
   auto* lhs_a = static_cast<double*>(context.state().RequantizeScratch(terms_bytes));
   double* lhs_b = lhs_a + AlignUp(rows);
   double* rhs_a = lhs_b + AlignUp(rows);
   double* rhs_b = rhs_a + AlignUp(cols);
   double* rhs_a_base = rhs_b + AlignUp(cols);
+  auto* lhs_a_float = reinterpret_cast<float*>(rhs_a_base + AlignUp(cols));
+  float* lhs_b_float = lhs_a_float + AlignUp(rows);
+  float* rhs_a_float = lhs_b_float + AlignUp(rows);
+  float* rhs_b_float = rhs_a_float + AlignUp(cols);
   ElementType rhs_source_type = rhs.type;
   if (prepacked_rhs != nullptr) rhs_source_type = prepacked_rhs->view().type;
 
@@ -268,13 +273,19 @@ void RunBitDepthGemm(Context& context, const MatrixView& lhs, const MatrixView& 
   // come from the requantized lines' sums: the driver sets them (LineRequantization).
   for (int r = 0; r < rows; ++r) {
     lhs_a[r] = static_cast<double>(255 * lhs_centre + (lhs_offset(r) - lhs_shift) * lhs_scale);
+    lhs_a_float[r] = static_cast<float>(lhs_a[r]);
   }
   for (int c = 0; c < cols; ++c) {
     const std::int64_t gb = 255 * rhs_centre + (rhs_offset(c) - rhs_shift) * rhs_scale;
     rhs_a_base[c] = static_cast<double>(depth * gb);
     rhs_b[c] = static_cast<double>(255 * gb);
+    rhs_b_float[c] = static_cast<float>(rhs_b[c]);
   }
   Rescale rescale{{lhs_a, lhs_b}, {rhs_a, rhs_b}, static_cast<int>(lhs_scale * rhs_scale)};
+  rescale.lhs.a_float = lhs_a_float;
+  rescale.lhs.b_float = lhs_b_float;
+  rescale.rhs.a_float = rhs_a_float;
+  rescale.rhs.b_float = rhs_b_float;
   // With PL and PR dividing 255, 255 a' / PL = f a' (f = 255 / PL) is an integer and the sum above
   // over PL * PR is sum_k (f alpha + f ca + oa)(g beta + g cb + ob): the terms fold into offsets.
   if (255 % lhs_scale == 0 && 255 % rhs_scale == 0 && !lhs_offset.is_per_channel() &&
@@ -289,11 +300,12 @@ void RunBitDepthGemm(Context& context, const MatrixView& lhs, const MatrixView& 
   }
   const LineRequantization lhs_requantization{
       lhs, params.lhs_bits, rounding, params.seed, Operand::kLhs, static_cast<int>(lhs_centre),
-      1.0, nullptr,         lhs_b};
-  const LineRequantization rhs_requantization{
-      Transposed(rhs), params.rhs_bits, rounding,
-      params.seed,     Operand::kRhs,   static_cast<int>(rhs_centre),
-      255.0,           rhs_a_base,      rhs_a};
+      1.0, nullptr,         lhs_b,    lhs_b_float};
+  const LineRequantization rhs_requantization{Transposed(rhs), params.rhs_bits,
+                                              rounding,        params.seed,
+                                              Operand::kRhs,   static_cast<int>(rhs_centre),
+                                              255.0,           rhs_a_base,
+                                              rhs_a,           rhs_a_float};
   NarrowOperands narrow{params.lhs_bits, params.rhs_bits, &rescale, &lhs_requantization, nullptr};
   // The GEMM's views of the operands have the requantized values' type; the driver reads the
   // operands through their requantizations.
@@ -308,6 +320,7 @@ void RunBitDepthGemm(Context& context, const MatrixView& lhs, const MatrixView& 
     const std::int32_t* col_sums = prepacked_rhs->requantized_col_sums();
     for (int c = 0; c < cols; ++c) {
       rhs_a[c] = 255.0 * static_cast<double>(col_sums[c] - depth * rhs_centre) + rhs_a_base[c];
+      rhs_a_float[c] = static_cast<float>(rhs_a[c]);
     }
   } else {
     narrow.rhs_requantization = &rhs_requantization;

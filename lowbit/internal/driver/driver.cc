@@ -297,6 +297,7 @@ struct GemmTask {
     const std::int64_t centred = sum - static_cast<std::int64_t>(lhs.cols) * r.centre;
     r.term[line] = r.term_scale * static_cast<double>(centred) +
                    (r.term_base != nullptr ? r.term_base[line] : 0.0);
+    r.term_float[line] = static_cast<float>(r.term[line]);
   }
 
   // Requantizes lines [line, line + count) of `r` into memory.values (and their sums into

@@ -169,6 +169,10 @@ struct RescaleLineTerms {
   const double* b;
   std::int32_t exact_factor = 0;
   std::int32_t exact_offset = 0;
+  // a and b rounded to float, or null: what the writers' float form of a rescale followed by a
+  // QuantizeDown and a clamp to bytes reads (RescaledByteScaleConstants, output_line.h).
+  const float* a_float = nullptr;
+  const float* b_float = nullptr;
 };
 
 // Turns the exact sum acc of a block entry (r, c) into the approximate 8-bit result
@@ -198,6 +202,7 @@ struct LineRequantization {
   double term_scale;
   const double* term_base;
   double* term;
+  float* term_float;  // term[i] rounded to float, set with it
   // The blocks' phases of every line (HashPhases, bit_depth.h) where the driver has them at
   // hand (the context's PhaseCache), else null.
   const std::uint8_t* phases = nullptr;

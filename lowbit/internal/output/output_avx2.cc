@@ -58,6 +58,47 @@ struct Avx2 {
     __m256i window_;
   };
 
+  // RescaledByteScaleConstants' rescale and scale (output_line.h) on 8 lanes, built only where a
+  // usable ByteScale says MXCSR rounds to nearest.
+  class RescaledByteScale {
+   public:
+    explicit RescaledByteScale(const output_writer::RescaledByteScaleConstants& constants)
+        : sum_factor_(_mm256_set1_ps(constants.sum_factor)),
+          addend_(_mm256_set1_ps(constants.addend)),
+          magic_(_mm256_set1_ps(constants.magic)),
+          window_(_mm256_set1_epi32(constants.window)) {}
+
+    // The line's terms times the constants' term_factor.
+    void ForLine(float line_a, float line_b) {
+      line_a_ = _mm256_set1_ps(line_a);
+      line_b_ = _mm256_set1_ps(line_b);
+    }
+
+    // The results of `sums`, whose along terms are the 8 floats at along_a and along_b; exact()
+    // where a lane is in the window.
+    template <typename Exact>
+    Raw operator()(Raw sums, const float* along_a, const float* along_b, const Exact& exact) const {
+      const __m256 terms =
+          _mm256_fmadd_ps(line_a_, _mm256_loadu_ps(along_a),
+                          _mm256_fmadd_ps(line_b_, _mm256_loadu_ps(along_b), addend_));
+      const __m256 t = _mm256_min_ps(
+          _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums.v), sum_factor_, terms), _mm256_set1_ps(1000.5f));
+      const __m256i u = _mm256_castps_si256(_mm256_add_ps(t, magic_));
+      const __m256i in_window =
+          _mm256_cmpeq_epi32(_mm256_and_si256(u, window_), _mm256_setzero_si256());
+      if (__builtin_expect(!_mm256_testz_si256(in_window, in_window), 0)) return exact();
+      return {_mm256_cvttps_epi32(_mm256_floor_ps(t))};
+    }
+
+   private:
+    __m256 sum_factor_;
+    __m256 line_a_ = _mm256_setzero_ps();
+    __m256 line_b_ = _mm256_setzero_ps();
+    __m256 addend_;
+    __m256 magic_;
+    __m256i window_;
+  };
+
   static void Transpose(Raw (&rows)[kLanes]) {
     __m256i pairs[8];  // pairs of rows interleaved, per 128-bit half
     for (int i = 0; i < 8; i += 2) {

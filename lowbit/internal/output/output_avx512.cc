@@ -80,6 +80,50 @@ struct Avx512 {
     __m512i window_;
   };
 
+  // RescaledByteScaleConstants' rescale and scale (output_line.h) on 16 lanes, each operation
+  // with its own rounding to nearest.
+  class RescaledByteScale {
+   public:
+    explicit RescaledByteScale(const output_writer::RescaledByteScaleConstants& constants)
+        : sum_factor_(_mm512_set1_ps(constants.sum_factor)),
+          addend_(_mm512_set1_ps(constants.addend)),
+          magic_(_mm512_set1_ps(constants.magic)),
+          window_(_mm512_set1_epi32(constants.window)) {}
+
+    // The line's terms times the constants' term_factor.
+    void ForLine(float line_a, float line_b) {
+      line_a_ = _mm512_set1_ps(line_a);
+      line_b_ = _mm512_set1_ps(line_b);
+    }
+
+    // The results of `sums`, whose along terms are the 16 floats at along_a and along_b; exact()
+    // where a lane is in the window.
+    template <typename Exact>
+    Raw operator()(Raw sums, const float* along_a, const float* along_b, const Exact& exact) const {
+      constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+      const __m512 terms = _mm512_fmadd_round_ps(
+          line_a_, _mm512_loadu_ps(along_a),
+          _mm512_fmadd_round_ps(line_b_, _mm512_loadu_ps(along_b), addend_, kNearest), kNearest);
+      const __m512 t =
+          _mm512_min_ps(_mm512_fmadd_round_ps(_mm512_cvt_roundepi32_ps(sums.v, kNearest),
+                                              sum_factor_, terms, kNearest),
+                        _mm512_set1_ps(1000.5f));
+      const __m512 u = _mm512_add_round_ps(t, magic_, kNearest);
+      if (__builtin_expect(_mm512_testn_epi32_mask(_mm512_castps_si512(u), window_) != 0, 0)) {
+        return exact();
+      }
+      return {_mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)};
+    }
+
+   private:
+    __m512 sum_factor_;
+    __m512 line_a_ = _mm512_setzero_ps();
+    __m512 line_b_ = _mm512_setzero_ps();
+    __m512 addend_;
+    __m512 magic_;
+    __m512i window_;
+  };
+
   // The packs saturate as output_avx2.cc's do, per 128-bit lane: lane L ends up with a's lanes
   // 4L .. 4L + 3 and then b's, which one vpermd or vpermq puts in order. Two saturating narrowing
   // moves (vpmovusdb, 2 uops each) and stores instead made 64^3 and 1024^3 GEMMs 1 to 2% slower.

@@ -44,6 +44,14 @@ namespace output_writer {
 //   static void StoreFirst(Raw v, int size, int count, void* out);  // count lanes' low bytes
 // which a line's last, partial vector then takes instead of a buffer (PartialAccess).
 
+// 2^exponent, for exponents of normal doubles.
+inline double PowerOfTwo(int exponent) {
+  const std::uint64_t bits = static_cast<std::uint64_t>(1023 + exponent) << 52;
+  double value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
 // QuantizeDownInt32ByFixedPoint's scale where a clamp to a range within [-128, 255] follows it,
 // as in every 8-bit pipeline, in float: 5 vector instructions and a test per 16 AVX-512 results
 // where the exact 64-bit arithmetic takes 13, and 8 per AVX2 register where it takes 12. These
@@ -87,14 +95,6 @@ struct ByteScaleConstants {
     magic = static_cast<float>(1.5 * PowerOfTwo(23 - window_bits));
     window = ((1 << window_bits) - 1) & ~3;
   }
-
- private:
-  static double PowerOfTwo(int exponent) {
-    const std::uint64_t bits = static_cast<std::uint64_t>(1023 + exponent) << 52;
-    double value;
-    std::memcpy(&value, &bits, sizeof(value));
-    return value;
-  }
 };
 
 // The ByteScale of an Isa without one: never usable.
@@ -109,6 +109,86 @@ struct ByteScaleOf {
 template <typename Isa>
 struct ByteScaleOf<Isa, std::void_t<typename Isa::ByteScale>> {
   using type = typename Isa::ByteScale;
+};
+
+// The rescale of requantized operands' sums (LineRescale, below) and then a QuantizeDown that a
+// clamp to bytes follows, together in float, as ByteScaleConstants has the QuantizeDown alone: 8
+// vector instructions and a test per 16 AVX-512 results (or 8 AVX2 ones) where the rescale in
+// doubles and the scale after it take 27. These are its constants for a block's lines; the Isas'
+// RescaledByteScale run them.
+//
+// With the sums T (offset terms added) and the line's terms A = line_a along_a[i] and
+// B = line_b along_b[i], the rescale is x = round(n / D), n = 65025 T + A + B, and the scale's
+// exact result is floor(V - s 2^-e) (ByteScaleConstants), V = x M' + c0, M' = M / 2^(31+e),
+// c0 = 2^-(e+1) + 1/2 + offset, s = 1 where x < 0. Here, with k = M' / D,
+//   t = fma(float(T), float(65025 k), fma(float(line_a k), float(along_a[i]),
+//                                          fma(float(line_b k), float(along_b[i]), float(c))))
+// for c = c0 + delta approximates V* + delta, V* = (n / D) M' + c0 = 65025 k T + k A + k B + c0,
+// which is within M' / 2 of V (|x - n / D| <= 1/2). Let S bound |k A| + |k B| + |c| on the lines.
+// Each float operation rounds to nearest, within 2^-24 of its result: t errs from V* + delta by at
+// most 2^-24 (3 |V* + delta| + 6 S) (1 + 2^-20), less than E = 2^-24 (1024 + 8 S) where
+// |V*| <= 259 (every V the clamp keeps, or within 1 of its bounds). With delta = M' / 2 + E, t lies
+// in [V, V + 2 delta] there, and ByteScaleConstants' argument holds for W >= 2 delta + 2^-e: where
+// frac(t) >= W, floor(t) is the exact result. Elsewhere t errs by less than 2^-7 + |V*| 2^-21, on
+// the same side of [-129, 256] as V*. x does not saturate where |V*| < 2^10, M' >= 2^-20 putting
+// |n / D| below 2^31 there, and where it saturates V and V* are both beyond 2^10 on the same side.
+// t is capped at 1000.5, which converts to an int32 and the clamp takes to its top as it does V
+// above 2^9; below, t > -2^31 converts, and lower ones convert to INT32_MIN, which clamps as V.
+// Usable where ByteScaleConstants is, for M' >= 2^-20 and W <= 2^-7 (S up to about 2^12 when
+// e >= 9): about 2 W 16 of the vectors have a lane in the window and take the exact arithmetic.
+// The rescale's x is rounded to nearest, as RescaleBlock (unpack.cc) rounds it under the FPU's
+// default rounding.
+struct RescaledByteScaleConstants {
+  bool usable = false;
+  double term_factor = 0;  // k: a line's line_a k and line_b k are its own (LineTerms below)
+  float sum_factor = 0;    // 65025 k
+  float addend = 0;        // c
+  float magic = 0;
+  std::int32_t window = 0;
+
+  RescaledByteScaleConstants() = default;  // not usable
+  // For lines whose |line_a|, |line_b| are at most max_line_a, max_line_b, and whose entries'
+  // |along_a[i]|, |along_b[i]| are at most max_along_a, max_along_b.
+  RescaledByteScaleConstants(std::int32_t scale_multiplier, int right_shift, std::int32_t offset,
+                             int divisor, double max_line_a, double max_line_b, double max_along_a,
+                             double max_along_b) {
+    if (!ByteScaleConstants(scale_multiplier, right_shift, offset).usable) return;
+    const double multiplier = scale_multiplier * PowerOfTwo(-(31 + right_shift));  // M'
+    if (multiplier < PowerOfTwo(-20)) return;
+    const double k = multiplier / divisor;
+    const double c0 = PowerOfTwo(-(right_shift + 1)) + 0.5 + offset;
+    // The along terms' float values are within 2^-24 of their own; delta < 1 in c.
+    const double bound =
+        (max_line_a * max_along_a + max_line_b * max_along_b) * k * (1 + PowerOfTwo(-20)) +
+        (c0 < 0 ? -c0 : c0) + 1;
+    const double delta = 0.5 * multiplier + (1024 + 8 * bound) * PowerOfTwo(-24);
+    const double needed = 2 * delta + PowerOfTwo(-right_shift);
+    // W = 2^-window_log, at most 2^-11: u then holds t to 2^-12, for |t| < 1024.
+    int window_log = 11;
+    while (window_log >= 7 && PowerOfTwo(-window_log) < needed) --window_log;
+    if (window_log < 7) return;
+    usable = true;
+    term_factor = k;
+    sum_factor = static_cast<float>(65025 * k);
+    addend = static_cast<float>(c0 + delta);
+    const int window_bits = window_log + 1;
+    magic = static_cast<float>(1.5 * PowerOfTwo(23 - window_bits));
+    window = ((1 << window_bits) - 1) & ~3;
+  }
+};
+
+// The RescaledByteScale of an Isa without one: never constructed from usable constants.
+struct NoRescaledByteScale {
+  explicit NoRescaledByteScale(const RescaledByteScaleConstants&) {}
+  void ForLine(float, float) {}
+};
+template <typename Isa, typename = void>
+struct RescaledByteScaleOf {
+  using type = NoRescaledByteScale;
+};
+template <typename Isa>
+struct RescaledByteScaleOf<Isa, std::void_t<typename Isa::RescaledByteScale>> {
+  using type = typename Isa::RescaledByteScale;
 };
 
 // Whether `instruction` clamps to a range within [-128, 255]. Its result is then the same for
@@ -576,6 +656,8 @@ struct LineRescale {
   const double* along_a = nullptr;  // null: no rescale owed
   const double* along_b = nullptr;
   double reciprocal = 0;
+  const float* along_a_float = nullptr;  // null where the rescale has no float terms
+  const float* along_b_float = nullptr;
 
   // `along_cols`: the line is result row `row`; else result column `col`. `reciprocal` is
   // 1 / rescale->divisor, divided out once per block rather than per line.
@@ -586,7 +668,14 @@ struct LineRescale {
     const RescaleLineTerms& along = along_cols ? rescale->rhs : rescale->lhs;
     const int line_index = along_cols ? row : col;
     const int first = along_cols ? col : row;
-    return {line.a[line_index], line.b[line_index], along.a + first, along.b + first, reciprocal};
+    const bool with_floats = along.a_float != nullptr && along.b_float != nullptr;
+    return {line.a[line_index],
+            line.b[line_index],
+            along.a + first,
+            along.b + first,
+            reciprocal,
+            with_floats ? along.a_float + first : nullptr,
+            with_floats ? along.b_float + first : nullptr};
   }
 
   __attribute__((always_inline)) Raw Apply(Raw sums, int entry, int count) const {

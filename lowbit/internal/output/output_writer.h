@@ -7,6 +7,8 @@
 #ifndef LOWBIT_INTERNAL_OUTPUT_OUTPUT_WRITER_H_
 #define LOWBIT_INTERNAL_OUTPUT_OUTPUT_WRITER_H_
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -408,6 +410,40 @@ class Writer {
   // rescale.
   enum class Owed { kAny, kSeparableTerms, kScaledSeparableTerms, kSeparableTermsAndRescale };
 
+  // Whether a shape's loop takes the rescale of requantized operands and its QuantizeDown together
+  // in float, where a line's constants allow (RescaledByteScaleConstants): 8-bit results of a
+  // QuantizeDown, on an Isa with that form.
+  template <ElementType kType, Owed kOwed, OutputOpcode... kOpcodes>
+  static constexpr bool kRescaledByteScaleLoop =
+      !std::is_same<typename RescaledByteScaleOf<Isa>::type, NoRescaledByteScale>::value &&
+      kOwed == Owed::kSeparableTermsAndRescale && kSizeOf<kType> == 1 &&
+      std::is_same<Opcodes<kOpcodes...>,
+                   Opcodes<OutputOpcode::kScaleByFixedPoint, OutputOpcode::kClamp>>::value;
+
+  // The float form's constants for lines [first_line, end_line), entries [first, end), whose
+  // QuantizeDown is `scale`; unusable where the rescale has no float terms or the scale no float
+  // form of its own.
+  RescaledByteScaleConstants RescaledByteScaleFor(const LineInstruction<Isa>& scale, int first_line,
+                                                  int end_line, int first, int end) const {
+    const RescaleLineTerms& line_terms = row_major_ ? rescale_->lhs : rescale_->rhs;
+    const RescaleLineTerms& along_terms = row_major_ ? rescale_->rhs : rescale_->lhs;
+    if (along_terms.a_float == nullptr || !scale.byte_scale.usable()) return {};
+    const int line_start = row_major_ ? block_.row_start : block_.col_start;
+    const int along_start = row_major_ ? block_.col_start : block_.row_start;
+    double max_line_a = 0, max_line_b = 0, max_along_a = 0, max_along_b = 0;
+    for (int line = line_start + first_line; line < line_start + end_line; ++line) {
+      max_line_a = std::max(max_line_a, std::fabs(line_terms.a[line]));
+      max_line_b = std::max(max_line_b, std::fabs(line_terms.b[line]));
+    }
+    for (int entry = along_start + first; entry < along_start + end; ++entry) {
+      max_along_a = std::max(max_along_a, std::fabs(double{along_terms.a_float[entry]}));
+      max_along_b = std::max(max_along_b, std::fabs(double{along_terms.b_float[entry]}));
+    }
+    return {scale.first.value, -scale.second.value, scale.instruction->offset,
+            rescale_->divisor, max_line_a,          max_line_b,
+            max_along_a,       max_along_b};
+  }
+
   // A LinesLoop for kType results: the program's instructions are kOpcodes when kKnown, else
   // dispatched one by one; the sums are owed what kOwed says. Each line runs batches of vectors,
   // whose programs run side by side (one vector's program is a single chain of dependent
@@ -478,6 +514,15 @@ class Writer {
         if (line_first_entry == end) return;
       }
     }
+    constexpr bool kRescaledByteScale = kRescaledByteScaleLoop<kType, kOwed, kOpcodes...>;
+    // Its constants, for all the lines unless the scale differs from line to line.
+    RescaledByteScaleConstants rescaled_constants;
+    if constexpr (kRescaledByteScale) {
+      if (!known[0].value.per_line) {
+        rescaled_constants = RescaledByteScaleFor(known[0].value, first_line, end_line, first, end);
+      }
+    }
+    typename RescaledByteScaleOf<Isa>::type rescaled_byte_scale(rescaled_constants);
     for (int line = first_line; line < end_line; ++line, sums += line_step) {
       // A local, not a member: reading back a member just stored in pieces stalls store
       // forwarding. A profile of 16-entry lines put a tenth of the time on the first such load.
@@ -503,11 +548,40 @@ class Writer {
           instructions_[k].value.ForLine(at.row, at.col, row_major_);
         }
       }
+      if constexpr (kRescaledByteScale) {
+        if (known[0].value.per_line) {
+          rescaled_constants = RescaledByteScaleFor(known[0].value, line, line + 1, first, end);
+          rescaled_byte_scale = typename Isa::RescaledByteScale(rescaled_constants);
+        }
+        if (rescaled_constants.usable) {
+          const double k = rescaled_constants.term_factor;
+          rescaled_byte_scale.ForLine(static_cast<float>(rescale.line_a * k),
+                                      static_cast<float>(rescale.line_b * k));
+        }
+      }
       const std::int32_t* line_sums = sums + (line_first_entry - first);
       int entry = line_first_entry;
       for (; entry + kBatch * Isa::kLanes <= end;
            entry += kBatch * Isa::kLanes, line_sums += kBatch * Isa::kLanes) {
         Raw vectors[kBatch];
+        if constexpr (kRescaledByteScale) {
+          if (rescaled_constants.usable) {
+            for (int j = 0; j < kBatch; ++j) {
+              const int first_entry = entry + j * Isa::kLanes;
+              const Raw owed_sums = terms.AddSeparableTo(Isa::Load(line_sums + j * Isa::kLanes),
+                                                         first_entry, Isa::kLanes);
+              vectors[j] = rescaled_byte_scale(
+                  owed_sums, rescale.along_a_float + first_entry,
+                  rescale.along_b_float + first_entry, [&] {
+                    const LineInstruction<Isa>& scale = known[0].value;
+                    return scale.byte_scale(rescale.ApplyOwed(owed_sums, first_entry, Isa::kLanes),
+                                            scale.scale);
+                  });
+            }
+            store_batch(vectors, out + entry * kSize);
+            continue;
+          }
+        }
         for (int j = 0; j < kBatch; ++j) {
           const int first_entry = entry + j * Isa::kLanes;
           vectors[j] = owed(Isa::Load(line_sums + j * Isa::kLanes), first_entry, Isa::kLanes);
