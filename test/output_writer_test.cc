@@ -4,6 +4,7 @@
 // and the quantized add's stage, which reads a residual matrix.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfenv>
 #include <cmath>
 #include <cstdint>
@@ -597,8 +598,8 @@ TEST(OutputWriterTest, ScaleBeforeAByteClampMatchesScalarEvalOnEveryAccumulatorI
 // lanes to the exact arithmetic: sums from below the clamp's range to above it, each entry with its
 // own rescale terms, for the scale whose rounding of the rescale moves results most (M' near 2^-9,
 // the widest window), the benchmarks' (1 << 30 >> 15, offset 128) and others, every 3rd or 13th sum
-// where there are millions, against the scalar path's RescaleBlock and Eval, both block layouts and
-// result orders.
+// where there are millions, per tensor and per channel, against the scalar path's RescaleBlock and
+// Eval, both block layouts and result orders.
 TEST(OutputWriterTest, RescaleAndScaleBeforeAByteClampMatchTheScalarPath) {
   struct Case {
     int divisor;
@@ -686,6 +687,20 @@ TEST(OutputWriterTest, RescaleAndScaleBeforeAByteClampMatchTheScalarPath) {
     };
     check(std::make_tuple(quantize_down, OutputStageSaturatingCastToUint8{}));
     check(std::make_tuple(quantize_down, OutputStageSaturatingCastToInt8{}));
+    // Per channel: multipliers up to a quarter apart, so that each line across the channels has
+    // constants of its own (the lines along them take the exact arithmetic).
+    const int channels = std::max(kRowStart + rows, kColStart + cols);
+    std::vector<std::int32_t> multipliers(channels), shifts(channels, test.shift);
+    for (std::size_t i = 0; i < multipliers.size(); ++i) {
+      multipliers[i] = test.multiplier - static_cast<std::int32_t>(i % 5) * (test.multiplier / 16);
+    }
+    for (ChannelAxis axis : {ChannelAxis::kRow, ChannelAxis::kCol}) {
+      check(std::make_tuple(
+          OutputStageQuantizeDownInt32ByFixedPointPerChannel{
+              VectorMap<const std::int32_t>(multipliers.data(), channels),
+              VectorMap<const std::int32_t>(shifts.data(), channels), test.offset, axis},
+          OutputStageSaturatingCastToUint8{}));
+    }
   }
 }
 

@@ -420,28 +420,38 @@ class Writer {
       std::is_same<Opcodes<kOpcodes...>,
                    Opcodes<OutputOpcode::kScaleByFixedPoint, OutputOpcode::kClamp>>::value;
 
-  // The float form's constants for lines [first_line, end_line), entries [first, end), whose
-  // QuantizeDown is `scale`; unusable where the rescale has no float terms or the scale no float
-  // form of its own.
-  RescaledByteScaleConstants RescaledByteScaleFor(const LineInstruction<Isa>& scale, int first_line,
-                                                  int end_line, int first, int end) const {
+  // The magnitudes of the rescale's terms over lines [first_line, end_line) and entries
+  // [first, end): what the float form's error bound takes (RescaledByteScaleConstants).
+  struct RescaleBounds {
+    double line_a = 0;
+    double line_b = 0;
+    double along_a = 0;
+    double along_b = 0;
+  };
+  RescaleBounds RescaleBoundsOf(int first_line, int end_line, int first, int end) const {
     const RescaleLineTerms& line_terms = row_major_ ? rescale_->lhs : rescale_->rhs;
     const RescaleLineTerms& along_terms = row_major_ ? rescale_->rhs : rescale_->lhs;
-    if (along_terms.a_float == nullptr || !scale.byte_scale.usable()) return {};
     const int line_start = row_major_ ? block_.row_start : block_.col_start;
     const int along_start = row_major_ ? block_.col_start : block_.row_start;
-    double max_line_a = 0, max_line_b = 0, max_along_a = 0, max_along_b = 0;
+    RescaleBounds bounds;
     for (int line = line_start + first_line; line < line_start + end_line; ++line) {
-      max_line_a = std::max(max_line_a, std::fabs(line_terms.a[line]));
-      max_line_b = std::max(max_line_b, std::fabs(line_terms.b[line]));
+      bounds.line_a = std::max(bounds.line_a, std::fabs(line_terms.a[line]));
+      bounds.line_b = std::max(bounds.line_b, std::fabs(line_terms.b[line]));
     }
     for (int entry = along_start + first; entry < along_start + end; ++entry) {
-      max_along_a = std::max(max_along_a, std::fabs(double{along_terms.a_float[entry]}));
-      max_along_b = std::max(max_along_b, std::fabs(double{along_terms.b_float[entry]}));
+      bounds.along_a = std::max(bounds.along_a, std::fabs(double{along_terms.a_float[entry]}));
+      bounds.along_b = std::max(bounds.along_b, std::fabs(double{along_terms.b_float[entry]}));
     }
+    return bounds;
+  }
+
+  // The float form's constants for lines whose QuantizeDown is `scale`, within `bounds`.
+  RescaledByteScaleConstants RescaledByteScaleFor(const LineInstruction<Isa>& scale,
+                                                  const RescaleBounds& bounds) const {
+    if (!scale.byte_scale.usable()) return {};
     return {scale.first.value, -scale.second.value, scale.instruction->offset,
-            rescale_->divisor, max_line_a,          max_line_b,
-            max_along_a,       max_along_b};
+            rescale_->divisor, bounds.line_a,       bounds.line_b,
+            bounds.along_a,    bounds.along_b};
   }
 
   // A LinesLoop for kType results: the program's instructions are kOpcodes when kKnown, else
@@ -515,11 +525,18 @@ class Writer {
       }
     }
     constexpr bool kRescaledByteScale = kRescaledByteScaleLoop<kType, kOwed, kOpcodes...>;
-    // Its constants, for all the lines unless the scale differs from line to line.
+    // Its constants, for all the lines unless the scale differs from line to line; it needs the
+    // terms' float values.
+    const bool rescale_floats =
+        kRescaledByteScale && (row_major_ ? rescale_->rhs : rescale_->lhs).a_float != nullptr;
+    RescaleBounds rescale_bounds;
     RescaledByteScaleConstants rescaled_constants;
     if constexpr (kRescaledByteScale) {
-      if (!known[0].value.per_line) {
-        rescaled_constants = RescaledByteScaleFor(known[0].value, first_line, end_line, first, end);
+      if (rescale_floats) {
+        rescale_bounds = RescaleBoundsOf(first_line, end_line, first, end);
+        if (!known[0].value.per_line) {
+          rescaled_constants = RescaledByteScaleFor(known[0].value, rescale_bounds);
+        }
       }
     }
     typename RescaledByteScaleOf<Isa>::type rescaled_byte_scale(rescaled_constants);
@@ -549,8 +566,8 @@ class Writer {
         }
       }
       if constexpr (kRescaledByteScale) {
-        if (known[0].value.per_line) {
-          rescaled_constants = RescaledByteScaleFor(known[0].value, line, line + 1, first, end);
+        if (rescale_floats && known[0].value.per_line) {
+          rescaled_constants = RescaledByteScaleFor(known[0].value, rescale_bounds);
           rescaled_byte_scale = typename Isa::RescaledByteScale(rescaled_constants);
         }
         if (rescaled_constants.usable) {
