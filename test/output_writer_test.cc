@@ -607,10 +607,12 @@ TEST(OutputWriterTest, RescaleAndScaleBeforeAByteClampMatchTheScalarPath) {
     int shift;
     std::int32_t offset;
     int sum_step;
+    bool float_form;  // whether the float form takes the lines (else the exact arithmetic does)
   };
-  const Case cases[] = {{3937, 2147483647, 9, 0, 1},   {3937, 1518500250, 9, -128, 1},
-                        {3937, 1 << 30, 15, 128, 13},  {32385, 1234567891, 9, 255, 3},
-                        {1905, 2045123457, 13, -3, 3}, {3, 1 << 30, 9, 100, 1}};
+  const Case cases[] = {{3937, 2147483647, 9, 0, 1, true},   {3937, 1518500250, 9, -128, 1, true},
+                        {3937, 1 << 30, 15, 128, 13, true},  {32385, 1234567891, 9, 255, 3, true},
+                        {1905, 2045123457, 13, -3, 3, true}, {49, 1 << 30, 12, 100, 1, true},
+                        {3, 1 << 30, 9, 100, 1, false}};
   const int rows = 61;
   for (const Case& test : cases) {
     SCOPED_TRACE(std::to_string(test.multiplier) + " >> " + std::to_string(test.shift) + " + " +
@@ -640,66 +642,77 @@ TEST(OutputWriterTest, RescaleAndScaleBeforeAByteClampMatchTheScalarPath) {
       for (double& value : values) value = std::nearbyint(uniform(random));
       return values;
     };
-    const std::vector<double> lhs_a = terms(kRowStart + rows), lhs_b = terms(kRowStart + rows);
-    const std::vector<double> rhs_a = terms(kColStart + cols), rhs_b = terms(kColStart + cols);
-    const std::vector<float> lhs_a_float = FloatsOf(lhs_a), lhs_b_float = FloatsOf(lhs_b);
-    const std::vector<float> rhs_a_float = FloatsOf(rhs_a), rhs_b_float = FloatsOf(rhs_b);
-    internal::Rescale rescale{
-        {lhs_a.data(), lhs_b.data()}, {rhs_a.data(), rhs_b.data()}, test.divisor};
-    rescale.lhs.a_float = lhs_a_float.data();
-    rescale.lhs.b_float = lhs_b_float.data();
-    rescale.rhs.a_float = rhs_a_float.data();
-    rescale.rhs.b_float = rhs_b_float.data();
-    // The float form takes these lines: the test would otherwise check only the exact arithmetic.
-    EXPECT_TRUE((internal::output_writer::RescaledByteScaleConstants(
-                     test.multiplier, test.shift, test.offset, test.divisor, term_limit, term_limit,
-                     term_limit, term_limit)
-                     .usable));
-    // Separable offset terms of zero: the writer's loop for separable terms and a rescale.
-    const std::vector<std::int32_t> row_part(rows, 0), col_part(cols, 0);
-    const internal::OffsetTerms offset_terms =
-        internal::OffsetTerms::Separable(row_part.data(), col_part.data());
-    const OutputStageQuantizeDownInt32ByFixedPoint quantize_down{test.multiplier, test.shift,
-                                                                 test.offset};
-    const auto check = [&](const auto& pipeline) {
-      using Result = typename meta::PipelineOutput<std::decay_t<decltype(pipeline)>>::type;
-      internal::OutputProgram program;
-      ASSERT_TRUE(meta::CompileOutputProgram(pipeline, &program));
-      for (const KernelWriter& kernel_writer : Writers()) {
-        SCOPED_TRACE(KernelName(kernel_writer.kernel));
-        WriteInEveryLayout<Result>(
-            kernel_writer.writer, program, rows, cols, acc, offset_terms, &rescale,
-            [&](const MatrixMap<Result>& out_map, const internal::AccumulatorBlock& block) {
-              for (int r = 0; r < rows; ++r) {
-                for (int c = 0; c < cols; ++c) {
-                  std::int32_t value = acc[r * block.row_stride + c * block.col_stride];
-                  const std::int32_t sum = value;
-                  internal::RescaleBlock(rescale, kRowStart + r, 1, kColStart + c, 1, &value, 1);
-                  ASSERT_EQ(out_map(kRowStart + r, kColStart + c),
-                            meta::EvalPipeline(pipeline, value, kRowStart + r, kColStart + c))
-                      << "sum " << sum << " rescaled to " << value << " at (" << r << ", " << c
-                      << ")";
-                }
-              }
-            });
-        if (HasFatalFailure()) return;
+    for (bool uniform_offsets : {false, true}) {
+      SCOPED_TRACE(uniform_offsets ? "uniform offsets" : "per-channel offsets");
+      std::vector<double> lhs_a = terms(kRowStart + rows), lhs_b = terms(kRowStart + rows);
+      std::vector<double> rhs_a = terms(kColStart + cols), rhs_b = terms(kColStart + cols);
+      // With uniform offsets the lhs rows' a and the rhs columns' b are one value each, and each
+      // line has a term the same all along it.
+      if (uniform_offsets) {
+        std::fill(lhs_a.begin(), lhs_a.end(), lhs_a[0]);
+        std::fill(rhs_b.begin(), rhs_b.end(), rhs_b[0]);
       }
-    };
-    check(std::make_tuple(quantize_down, OutputStageSaturatingCastToUint8{}));
-    check(std::make_tuple(quantize_down, OutputStageSaturatingCastToInt8{}));
-    // Per channel: multipliers up to a quarter apart, so that each line across the channels has
-    // constants of its own (the lines along them take the exact arithmetic).
-    const int channels = std::max(kRowStart + rows, kColStart + cols);
-    std::vector<std::int32_t> multipliers(channels), shifts(channels, test.shift);
-    for (std::size_t i = 0; i < multipliers.size(); ++i) {
-      multipliers[i] = test.multiplier - static_cast<std::int32_t>(i % 5) * (test.multiplier / 16);
-    }
-    for (ChannelAxis axis : {ChannelAxis::kRow, ChannelAxis::kCol}) {
-      check(std::make_tuple(
-          OutputStageQuantizeDownInt32ByFixedPointPerChannel{
-              VectorMap<const std::int32_t>(multipliers.data(), channels),
-              VectorMap<const std::int32_t>(shifts.data(), channels), test.offset, axis},
-          OutputStageSaturatingCastToUint8{}));
+      const std::vector<float> lhs_a_float = FloatsOf(lhs_a), lhs_b_float = FloatsOf(lhs_b);
+      const std::vector<float> rhs_a_float = FloatsOf(rhs_a), rhs_b_float = FloatsOf(rhs_b);
+      internal::Rescale rescale{
+          {lhs_a.data(), lhs_b.data()}, {rhs_a.data(), rhs_b.data()}, test.divisor};
+      rescale.lhs.a_float = lhs_a_float.data();
+      rescale.lhs.b_float = lhs_b_float.data();
+      rescale.rhs.a_float = rhs_a_float.data();
+      rescale.rhs.b_float = rhs_b_float.data();
+      // Whether the float form takes these lines, or the test checks only the exact arithmetic.
+      EXPECT_EQ(internal::output_writer::RescaledByteScaleConstants(
+                    test.multiplier, test.shift, test.offset, test.divisor, term_limit, term_limit,
+                    term_limit, term_limit)
+                    .usable,
+                test.float_form);
+      // Separable offset terms of zero: the writer's loop for separable terms and a rescale.
+      const std::vector<std::int32_t> row_part(rows, 0), col_part(cols, 0);
+      const internal::OffsetTerms offset_terms =
+          internal::OffsetTerms::Separable(row_part.data(), col_part.data());
+      const OutputStageQuantizeDownInt32ByFixedPoint quantize_down{test.multiplier, test.shift,
+                                                                   test.offset};
+      const auto check = [&](const auto& pipeline) {
+        using Result = typename meta::PipelineOutput<std::decay_t<decltype(pipeline)>>::type;
+        internal::OutputProgram program;
+        ASSERT_TRUE(meta::CompileOutputProgram(pipeline, &program));
+        for (const KernelWriter& kernel_writer : Writers()) {
+          SCOPED_TRACE(KernelName(kernel_writer.kernel));
+          WriteInEveryLayout<Result>(
+              kernel_writer.writer, program, rows, cols, acc, offset_terms, &rescale,
+              [&](const MatrixMap<Result>& out_map, const internal::AccumulatorBlock& block) {
+                for (int r = 0; r < rows; ++r) {
+                  for (int c = 0; c < cols; ++c) {
+                    std::int32_t value = acc[r * block.row_stride + c * block.col_stride];
+                    const std::int32_t sum = value;
+                    internal::RescaleBlock(rescale, kRowStart + r, 1, kColStart + c, 1, &value, 1);
+                    ASSERT_EQ(out_map(kRowStart + r, kColStart + c),
+                              meta::EvalPipeline(pipeline, value, kRowStart + r, kColStart + c))
+                        << "sum " << sum << " rescaled to " << value << " at (" << r << ", " << c
+                        << ")";
+                  }
+                }
+              });
+          if (HasFatalFailure()) return;
+        }
+      };
+      check(std::make_tuple(quantize_down, OutputStageSaturatingCastToUint8{}));
+      check(std::make_tuple(quantize_down, OutputStageSaturatingCastToInt8{}));
+      // Per channel: multipliers up to a quarter apart, so that each line across the channels has
+      // constants of its own (the lines along them take the exact arithmetic).
+      const int channels = std::max(kRowStart + rows, kColStart + cols);
+      std::vector<std::int32_t> multipliers(channels), shifts(channels, test.shift);
+      for (std::size_t i = 0; i < multipliers.size(); ++i) {
+        multipliers[i] =
+            test.multiplier - static_cast<std::int32_t>(i % 5) * (test.multiplier / 16);
+      }
+      for (ChannelAxis axis : {ChannelAxis::kRow, ChannelAxis::kCol}) {
+        check(std::make_tuple(
+            OutputStageQuantizeDownInt32ByFixedPointPerChannel{
+                VectorMap<const std::int32_t>(multipliers.data(), channels),
+                VectorMap<const std::int32_t>(shifts.data(), channels), test.offset, axis},
+            OutputStageSaturatingCastToUint8{}));
+      }
     }
   }
 }

@@ -64,25 +64,35 @@ struct Avx2 {
    public:
     explicit RescaledByteScale(const output_writer::RescaledByteScaleConstants& constants)
         : sum_factor_(_mm256_set1_ps(constants.sum_factor)),
-          addend_(_mm256_set1_ps(constants.addend)),
           magic_(_mm256_set1_ps(constants.magic)),
           window_(_mm256_set1_epi32(constants.window)) {}
 
-    // The line's terms times the constants' term_factor.
-    void ForLine(float line_a, float line_b) {
+    // As the AVX-512 writer's.
+    void ForLine(float line_a, float line_b, float addend) {
       line_a_ = _mm256_set1_ps(line_a);
       line_b_ = _mm256_set1_ps(line_b);
+      addend_ = _mm256_set1_ps(addend);
     }
 
     // The results of `sums`, whose along terms are the 8 floats at along_a and along_b; exact()
     // where a lane is in the window.
     template <typename Exact>
     Raw operator()(Raw sums, const float* along_a, const float* along_b, const Exact& exact) const {
-      const __m256 terms =
-          _mm256_fmadd_ps(line_a_, _mm256_loadu_ps(along_a),
-                          _mm256_fmadd_ps(line_b_, _mm256_loadu_ps(along_b), addend_));
-      const __m256 t = _mm256_min_ps(
-          _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums.v), sum_factor_, terms), _mm256_set1_ps(1000.5f));
+      return Scaled(sums,
+                    _mm256_fmadd_ps(line_a_, _mm256_loadu_ps(along_a),
+                                    _mm256_fmadd_ps(line_b_, _mm256_loadu_ps(along_b), addend_)),
+                    exact);
+    }
+    // The same where the line's one varying term is line_a's, along `along`.
+    template <typename Exact>
+    Raw operator()(Raw sums, const float* along, const Exact& exact) const {
+      return Scaled(sums, _mm256_fmadd_ps(line_a_, _mm256_loadu_ps(along), addend_), exact);
+    }
+
+   private:
+    template <typename Exact>
+    Raw Scaled(Raw sums, __m256 terms, const Exact& exact) const {
+      const __m256 t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums.v), sum_factor_, terms);
       const __m256i u = _mm256_castps_si256(_mm256_add_ps(t, magic_));
       const __m256i in_window =
           _mm256_cmpeq_epi32(_mm256_and_si256(u, window_), _mm256_setzero_si256());
@@ -90,13 +100,12 @@ struct Avx2 {
       return {_mm256_cvttps_epi32(_mm256_floor_ps(t))};
     }
 
-   private:
     __m256 sum_factor_;
-    __m256 line_a_ = _mm256_setzero_ps();
-    __m256 line_b_ = _mm256_setzero_ps();
-    __m256 addend_;
     __m256 magic_;
     __m256i window_;
+    __m256 line_a_ = _mm256_setzero_ps();
+    __m256 line_b_ = _mm256_setzero_ps();
+    __m256 addend_ = _mm256_setzero_ps();
   };
 
   static void Transpose(Raw (&rows)[kLanes]) {

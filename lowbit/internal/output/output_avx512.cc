@@ -86,28 +86,42 @@ struct Avx512 {
    public:
     explicit RescaledByteScale(const output_writer::RescaledByteScaleConstants& constants)
         : sum_factor_(_mm512_set1_ps(constants.sum_factor)),
-          addend_(_mm512_set1_ps(constants.addend)),
           magic_(_mm512_set1_ps(constants.magic)),
           window_(_mm512_set1_epi32(constants.window)) {}
 
-    // The line's terms times the constants' term_factor.
-    void ForLine(float line_a, float line_b) {
+    // A line's factors of its along terms and its addend (RescaledByteScaleConstants: the line's
+    // terms times term_factor, and c, with any term that is the same all along the line in it).
+    void ForLine(float line_a, float line_b, float addend) {
       line_a_ = _mm512_set1_ps(line_a);
       line_b_ = _mm512_set1_ps(line_b);
+      addend_ = _mm512_set1_ps(addend);
     }
 
     // The results of `sums`, whose along terms are the 16 floats at along_a and along_b; exact()
     // where a lane is in the window.
     template <typename Exact>
     Raw operator()(Raw sums, const float* along_a, const float* along_b, const Exact& exact) const {
-      constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-      const __m512 terms = _mm512_fmadd_round_ps(
-          line_a_, _mm512_loadu_ps(along_a),
-          _mm512_fmadd_round_ps(line_b_, _mm512_loadu_ps(along_b), addend_, kNearest), kNearest);
-      const __m512 t =
-          _mm512_min_ps(_mm512_fmadd_round_ps(_mm512_cvt_roundepi32_ps(sums.v, kNearest),
-                                              sum_factor_, terms, kNearest),
-                        _mm512_set1_ps(1000.5f));
+      return Scaled(sums,
+                    _mm512_fmadd_round_ps(
+                        line_a_, _mm512_loadu_ps(along_a),
+                        _mm512_fmadd_round_ps(line_b_, _mm512_loadu_ps(along_b), addend_, kNearest),
+                        kNearest),
+                    exact);
+    }
+    // The same where the line's one varying term is line_a's, along `along`.
+    template <typename Exact>
+    Raw operator()(Raw sums, const float* along, const Exact& exact) const {
+      return Scaled(sums, _mm512_fmadd_round_ps(line_a_, _mm512_loadu_ps(along), addend_, kNearest),
+                    exact);
+    }
+
+   private:
+    static constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+
+    template <typename Exact>
+    Raw Scaled(Raw sums, __m512 terms, const Exact& exact) const {
+      const __m512 t = _mm512_fmadd_round_ps(_mm512_cvt_roundepi32_ps(sums.v, kNearest),
+                                             sum_factor_, terms, kNearest);
       const __m512 u = _mm512_add_round_ps(t, magic_, kNearest);
       if (__builtin_expect(_mm512_testn_epi32_mask(_mm512_castps_si512(u), window_) != 0, 0)) {
         return exact();
@@ -115,13 +129,12 @@ struct Avx512 {
       return {_mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)};
     }
 
-   private:
     __m512 sum_factor_;
-    __m512 line_a_ = _mm512_setzero_ps();
-    __m512 line_b_ = _mm512_setzero_ps();
-    __m512 addend_;
     __m512 magic_;
     __m512i window_;
+    __m512 line_a_ = _mm512_setzero_ps();
+    __m512 line_b_ = _mm512_setzero_ps();
+    __m512 addend_ = _mm512_setzero_ps();
   };
 
   // The packs saturate as output_avx2.cc's do, per 128-bit lane: lane L ends up with a's lanes

@@ -112,10 +112,10 @@ struct ByteScaleOf<Isa, std::void_t<typename Isa::ByteScale>> {
 };
 
 // The rescale of requantized operands' sums (LineRescale, below) and then a QuantizeDown that a
-// clamp to bytes follows, together in float, as ByteScaleConstants has the QuantizeDown alone: 8
+// clamp to bytes follows, together in float, as ByteScaleConstants has the QuantizeDown alone: 7
 // vector instructions and a test per 16 AVX-512 results (or 8 AVX2 ones) where the rescale in
-// doubles and the scale after it take 27. These are its constants for a block's lines; the Isas'
-// RescaledByteScale run them.
+// doubles and the scale after it take 27, 8 where neither of a line's terms is the same all along
+// it. These are its constants for a block's lines; the Isas' RescaledByteScale run them.
 //
 // With the sums T (offset terms added) and the line's terms A = line_a along_a[i] and
 // B = line_b along_b[i], the rescale is x = round(n / D), n = 65025 T + A + B, and the scale's
@@ -124,7 +124,9 @@ struct ByteScaleOf<Isa, std::void_t<typename Isa::ByteScale>> {
 //   t = fma(float(T), float(65025 k), fma(float(line_a k), float(along_a[i]),
 //                                          fma(float(line_b k), float(along_b[i]), float(c))))
 // for c = c0 + delta approximates V* + delta, V* = (n / D) M' + c0 = 65025 k T + k A + k B + c0,
-// which is within M' / 2 of V (|x - n / D| <= 1/2). Let S bound |k A| + |k B| + |c| on the lines.
+// which is within M' / 2 of V (|x - n / D| <= 1/2). Where along_b[i] is the same value b on all
+// the entries (a uniform offset makes one of the terms so), the inner fma is the constant
+// float(c + k line_b b), and likewise for along_a. Let S bound |k A| + |k B| + |c| on the lines.
 // Each float operation rounds to nearest, within 2^-24 of its result: t errs from V* + delta by at
 // most 2^-24 (3 |V* + delta| + 6 S) (1 + 2^-20), less than E = 2^-24 (1024 + 8 S) where
 // |V*| <= 259 (every V the clamp keeps, or within 1 of its bounds). With delta = M' / 2 + E, t lies
@@ -132,17 +134,17 @@ struct ByteScaleOf<Isa, std::void_t<typename Isa::ByteScale>> {
 // frac(t) >= W, floor(t) is the exact result. Elsewhere t errs by less than 2^-7 + |V*| 2^-21, on
 // the same side of [-129, 256] as V*. x does not saturate where |V*| < 2^10, M' >= 2^-20 putting
 // |n / D| below 2^31 there, and where it saturates V and V* are both beyond 2^10 on the same side.
-// t is capped at 1000.5, which converts to an int32 and the clamp takes to its top as it does V
-// above 2^9; below, t > -2^31 converts, and lower ones convert to INT32_MIN, which clamps as V.
-// Usable where ByteScaleConstants is, for M' >= 2^-20 and W <= 2^-7 (S up to about 2^12 when
-// e >= 9): about 2 W 16 of the vectors have a lane in the window and take the exact arithmetic.
-// The rescale's x is rounded to nearest, as RescaleBlock (unpack.cc) rounds it under the FPU's
-// default rounding.
+// With 65025 k 2^31 + S < 2^30, |t| < 2^31 for any T, so t converts to an int32, whose floor
+// beyond [-1024, 1024] the clamp takes as it does V (the window test has no meaning there).
+// Usable where ByteScaleConstants is, for M' >= 2^-20, 65025 k < 2^-2 (so M' < 2^-2 D / 65025)
+// and W <= 2^-7 (S up to about 2^12 when e >= 9): about 2 W 16 of the vectors have a lane in the
+// window and take the exact arithmetic. The rescale's x is rounded to nearest, as RescaleBlock
+// (unpack.cc) rounds it under the FPU's default rounding.
 struct RescaledByteScaleConstants {
   bool usable = false;
   double term_factor = 0;  // k: a line's line_a k and line_b k are its own (LineTerms below)
+  double addend = 0;       // c
   float sum_factor = 0;    // 65025 k
-  float addend = 0;        // c
   float magic = 0;
   std::int32_t window = 0;
 
@@ -166,11 +168,11 @@ struct RescaledByteScaleConstants {
     // W = 2^-window_log, at most 2^-11: u then holds t to 2^-12, for |t| < 1024.
     int window_log = 11;
     while (window_log >= 7 && PowerOfTwo(-window_log) < needed) --window_log;
-    if (window_log < 7) return;
+    if (window_log < 7 || 65025 * k >= 0.25) return;
     usable = true;
     term_factor = k;
+    addend = c0 + delta;
     sum_factor = static_cast<float>(65025 * k);
-    addend = static_cast<float>(c0 + delta);
     const int window_bits = window_log + 1;
     magic = static_cast<float>(1.5 * PowerOfTwo(23 - window_bits));
     window = ((1 << window_bits) - 1) & ~3;
@@ -180,7 +182,7 @@ struct RescaledByteScaleConstants {
 // The RescaledByteScale of an Isa without one: never constructed from usable constants.
 struct NoRescaledByteScale {
   explicit NoRescaledByteScale(const RescaledByteScaleConstants&) {}
-  void ForLine(float, float) {}
+  void ForLine(float, float, float) {}
 };
 template <typename Isa, typename = void>
 struct RescaledByteScaleOf {

@@ -422,11 +422,17 @@ class Writer {
 
   // The magnitudes of the rescale's terms over lines [first_line, end_line) and entries
   // [first, end): what the float form's error bound takes (RescaledByteScaleConstants).
+  // And whether an along term's float value is the same on all the entries (one of them is where
+  // its operand's offset is uniform), with that value.
   struct RescaleBounds {
     double line_a = 0;
     double line_b = 0;
     double along_a = 0;
     double along_b = 0;
+    bool along_a_same = true;
+    bool along_b_same = true;
+    float along_a_value = 0;
+    float along_b_value = 0;
   };
   RescaleBounds RescaleBoundsOf(int first_line, int end_line, int first, int end) const {
     const RescaleLineTerms& line_terms = row_major_ ? rescale_->lhs : rescale_->rhs;
@@ -438,9 +444,16 @@ class Writer {
       bounds.line_a = std::max(bounds.line_a, std::fabs(line_terms.a[line]));
       bounds.line_b = std::max(bounds.line_b, std::fabs(line_terms.b[line]));
     }
+    if (first < end) {
+      bounds.along_a_value = along_terms.a_float[along_start + first];
+      bounds.along_b_value = along_terms.b_float[along_start + first];
+    }
     for (int entry = along_start + first; entry < along_start + end; ++entry) {
-      bounds.along_a = std::max(bounds.along_a, std::fabs(double{along_terms.a_float[entry]}));
-      bounds.along_b = std::max(bounds.along_b, std::fabs(double{along_terms.b_float[entry]}));
+      const float a = along_terms.a_float[entry], b = along_terms.b_float[entry];
+      bounds.along_a = std::max(bounds.along_a, std::fabs(double{a}));
+      bounds.along_b = std::max(bounds.along_b, std::fabs(double{b}));
+      bounds.along_a_same &= a == bounds.along_a_value;
+      bounds.along_b_same &= b == bounds.along_b_value;
     }
     return bounds;
   }
@@ -570,35 +583,63 @@ class Writer {
           rescaled_constants = RescaledByteScaleFor(known[0].value, rescale_bounds);
           rescaled_byte_scale = typename Isa::RescaledByteScale(rescaled_constants);
         }
-        if (rescaled_constants.usable) {
-          const double k = rescaled_constants.term_factor;
-          rescaled_byte_scale.ForLine(static_cast<float>(rescale.line_a * k),
-                                      static_cast<float>(rescale.line_b * k));
-        }
       }
       const std::int32_t* line_sums = sums + (line_first_entry - first);
       int entry = line_first_entry;
+      if constexpr (kRescaledByteScale) {
+        if (rescaled_constants.usable) {
+          // The line's terms times k, a term the same all along the line in the addend.
+          const double k = rescaled_constants.term_factor, c = rescaled_constants.addend;
+          const float* one_along = nullptr;
+          if (rescale_bounds.along_b_same) {
+            one_along = rescale.along_a_float;
+            rescaled_byte_scale.ForLine(
+                static_cast<float>(rescale.line_a * k), 0,
+                static_cast<float>(c + k * rescale.line_b * rescale_bounds.along_b_value));
+          } else if (rescale_bounds.along_a_same) {
+            one_along = rescale.along_b_float;
+            rescaled_byte_scale.ForLine(
+                static_cast<float>(rescale.line_b * k), 0,
+                static_cast<float>(c + k * rescale.line_a * rescale_bounds.along_a_value));
+          } else {
+            rescaled_byte_scale.ForLine(static_cast<float>(rescale.line_a * k),
+                                        static_cast<float>(rescale.line_b * k),
+                                        static_cast<float>(c));
+          }
+          // The whole batches, with one varying term or two.
+          const auto batches = [&](auto one_term) {
+            for (; entry + kBatch * Isa::kLanes <= end;
+                 entry += kBatch * Isa::kLanes, line_sums += kBatch * Isa::kLanes) {
+              Raw vectors[kBatch];
+              for (int j = 0; j < kBatch; ++j) {
+                const int first_entry = entry + j * Isa::kLanes;
+                const Raw owed_sums = terms.AddSeparableTo(Isa::Load(line_sums + j * Isa::kLanes),
+                                                           first_entry, Isa::kLanes);
+                const auto exact = [&] {
+                  const LineInstruction<Isa>& scale = known[0].value;
+                  return scale.byte_scale(rescale.ApplyOwed(owed_sums, first_entry, Isa::kLanes),
+                                          scale.scale);
+                };
+                if constexpr (decltype(one_term)::value) {
+                  vectors[j] = rescaled_byte_scale(owed_sums, one_along + first_entry, exact);
+                } else {
+                  vectors[j] = rescaled_byte_scale(owed_sums, rescale.along_a_float + first_entry,
+                                                   rescale.along_b_float + first_entry, exact);
+                }
+              }
+              store_batch(vectors, out + entry * kSize);
+            }
+          };
+          if (one_along != nullptr) {
+            batches(std::true_type());
+          } else {
+            batches(std::false_type());
+          }
+        }
+      }
       for (; entry + kBatch * Isa::kLanes <= end;
            entry += kBatch * Isa::kLanes, line_sums += kBatch * Isa::kLanes) {
         Raw vectors[kBatch];
-        if constexpr (kRescaledByteScale) {
-          if (rescaled_constants.usable) {
-            for (int j = 0; j < kBatch; ++j) {
-              const int first_entry = entry + j * Isa::kLanes;
-              const Raw owed_sums = terms.AddSeparableTo(Isa::Load(line_sums + j * Isa::kLanes),
-                                                         first_entry, Isa::kLanes);
-              vectors[j] = rescaled_byte_scale(
-                  owed_sums, rescale.along_a_float + first_entry,
-                  rescale.along_b_float + first_entry, [&] {
-                    const LineInstruction<Isa>& scale = known[0].value;
-                    return scale.byte_scale(rescale.ApplyOwed(owed_sums, first_entry, Isa::kLanes),
-                                            scale.scale);
-                  });
-            }
-            store_batch(vectors, out + entry * kSize);
-            continue;
-          }
-        }
         for (int j = 0; j < kBatch; ++j) {
           const int first_entry = entry + j * Isa::kLanes;
           vectors[j] = owed(Isa::Load(line_sums + j * Isa::kLanes), first_entry, Isa::kLanes);
