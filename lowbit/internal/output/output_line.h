@@ -124,22 +124,23 @@ struct ByteScaleOf<Isa, std::void_t<typename Isa::ByteScale>> {
 //   t = fma(float(T), float(65025 k), fma(float(line_a k), float(along_a[i]),
 //                                          fma(float(line_b k), float(along_b[i]), float(c))))
 // for c = c0 + delta approximates V* + delta, V* = (n / D) M' + c0 = 65025 k T + k A + k B + c0,
-// which is within M' / 2 of V (|x - n / D| <= 1/2). Where along_b[i] is the same value b on all
+// which is within M' / 2 of V (|x - n / D| <= 1/2). Where float(along_b[i]) is one value b on all
 // the entries (a uniform offset makes one of the terms so), the inner fma is the constant
-// float(c + k line_b b), and likewise for along_a. Let S bound |k A| + |k B| + |c| on the lines.
-// Each float operation rounds to nearest, within 2^-24 of its result: t errs from V* + delta by at
-// most 2^-24 (3 |V* + delta| + 6 S) (1 + 2^-20), less than E = 2^-24 (1024 + 8 S) where
-// |V*| <= 259 (every V the clamp keeps, or within 1 of its bounds). With delta = M' / 2 + E, t lies
-// in [V, V + 2 delta] there, and ByteScaleConstants' argument holds for W >= 2 delta + 2^-e: where
-// frac(t) >= W, floor(t) is the exact result. Elsewhere t errs by less than 2^-7 + |V*| 2^-21, on
-// the same side of [-129, 256] as V*. x does not saturate where |V*| < 2^10, M' >= 2^-20 putting
-// |n / D| below 2^31 there, and where it saturates V and V* are both beyond 2^10 on the same side.
-// With 65025 k 2^31 + S < 2^30, |t| < 2^31 for any T, so t converts to an int32, whose floor
-// beyond [-1024, 1024] the clamp takes as it does V (the window test has no meaning there).
-// Usable where ByteScaleConstants is, for M' >= 2^-20, 65025 k < 2^-2 (so M' < 2^-2 D / 65025)
-// and W <= 2^-7 (S up to about 2^12 when e >= 9): about 2 W 16 of the vectors have a lane in the
-// window and take the exact arithmetic. The rescale's x is rounded to nearest, as RescaleBlock
-// (unpack.cc) rounds it under the FPU's default rounding.
+// float(c + k line_b b), and likewise for along_a: no larger an error than the fma's.
+// Let S bound |k A| + |k B| + |c| on the lines. Each float operation rounds to nearest, within
+// 2^-24 of its result: t errs from V* + delta by at most 2^-24 (3 |V* + delta| + 6 S) (1 + 2^-20),
+// less than E = 2^-24 (1024 + 8 S) where |V*| <= 259 (every V the clamp keeps, or within 1 of its
+// bounds). With delta = M' / 2 + E, t lies in [V, V + 2 delta] there, and ByteScaleConstants'
+// argument holds for W >= 2 delta + 2^-e: where frac(t) >= W, floor(t) is the exact result.
+// Elsewhere t errs by less than 2^-7 + |V*| 2^-21, on the same side of [-129, 256] as V*.
+// x does not saturate where |V*| < 2^10, M' >= 2^-20 putting |n / D| below 2^31 there, and where
+// it saturates V and V* are both beyond 2^10 on the same side. With 65025 k 2^31 + S < 2^30,
+// |t| < 2^31 for any T, so t converts to an int32, whose floor beyond [-1024, 1024] the clamp
+// takes as it does V (the window test has no meaning there). Usable where ByteScaleConstants is,
+// for M' >= 2^-20, 65025 k < 1/4 (so M' < D / 260100) and W <= 2^-7 (S up to about 2^12 when
+// e >= 9): about 2 W 16 of the vectors have a lane in the window and take the exact arithmetic.
+// The rescale's x is rounded to nearest, as RescaleBlock (unpack.cc) rounds it under the FPU's
+// default rounding.
 struct RescaledByteScaleConstants {
   bool usable = false;
   double term_factor = 0;  // k: a line's line_a k and line_b k are its own (LineTerms below)

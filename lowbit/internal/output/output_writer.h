@@ -540,8 +540,9 @@ class Writer {
     constexpr bool kRescaledByteScale = kRescaledByteScaleLoop<kType, kOwed, kOpcodes...>;
     // Its constants, for all the lines unless the scale differs from line to line; it needs the
     // terms' float values.
-    const bool rescale_floats =
-        kRescaledByteScale && (row_major_ ? rescale_->rhs : rescale_->lhs).a_float != nullptr;
+    const bool rescale_floats = kRescaledByteScale &&
+                                (row_major_ ? rescale_->rhs : rescale_->lhs).a_float != nullptr &&
+                                (row_major_ ? rescale_->rhs : rescale_->lhs).b_float != nullptr;
     RescaleBounds rescale_bounds;
     RescaledByteScaleConstants rescaled_constants;
     if constexpr (kRescaledByteScale) {
