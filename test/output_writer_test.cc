@@ -137,9 +137,20 @@ void CheckWriter(internal::OutputWriter writer, const Pipeline& pipeline, int ro
   }
 }
 
-// The float values of rescale terms, which the driver sets beside them (RescaleLineTerms::a_float).
-std::vector<float> FloatsOf(const std::vector<double>& values) {
-  return std::vector<float>(values.begin(), values.end());
+// Gives `rescale` its terms' float values, as the driver does for the writers' float form
+// (RescaleLineTerms::a_float), for its first lhs_count rows and rhs_count columns; `floats` holds
+// them.
+void AddFloatTerms(internal::Rescale* rescale, int lhs_count, int rhs_count,
+                   std::vector<float> (&floats)[4]) {
+  internal::RescaleLineTerms* const sides[2] = {&rescale->lhs, &rescale->rhs};
+  for (int side = 0; side < 2; ++side) {
+    const int count = side == 0 ? lhs_count : rhs_count;
+    internal::RescaleLineTerms& terms = *sides[side];
+    floats[2 * side].assign(terms.a, terms.a + count);
+    floats[2 * side + 1].assign(terms.b, terms.b + count);
+    terms.a_float = floats[2 * side].data();
+    terms.b_float = floats[2 * side + 1].data();
+  }
 }
 
 struct KernelWriter {
@@ -365,8 +376,7 @@ TEST(OutputWriterTest, RescaleMatchesTheScalarPath) {
   };
   const std::vector<double> lhs_a = terms(1 << 20), lhs_b = terms(1 << 20);
   const std::vector<double> rhs_a = terms(1 << 30), rhs_b = terms(1 << 30);
-  const std::vector<float> lhs_a_float = FloatsOf(lhs_a), lhs_b_float = FloatsOf(lhs_b);
-  const std::vector<float> rhs_a_float = FloatsOf(rhs_a), rhs_b_float = FloatsOf(rhs_b);
+  std::vector<float> floats[4];
   std::vector<std::int32_t> multipliers(kLines), shifts(kLines);
   for (int i = 0; i < kLines; ++i) {
     multipliers[i] = static_cast<std::int32_t>(random() >> 1);
@@ -381,12 +391,7 @@ TEST(OutputWriterTest, RescaleMatchesTheScalarPath) {
       internal::Rescale rescale{
           {lhs_a.data(), lhs_b.data()}, {rhs_a.data(), rhs_b.data()}, divisor};
       for (bool with_floats : {false, true}) {
-        if (with_floats) {
-          rescale.lhs.a_float = lhs_a_float.data();
-          rescale.lhs.b_float = lhs_b_float.data();
-          rescale.rhs.a_float = rhs_a_float.data();
-          rescale.rhs.b_float = rhs_b_float.data();
-        }
+        if (with_floats) AddFloatTerms(&rescale, kLines, kLines, floats);
         for (int length : {1, 3, 8, 17, 33, 67}) {
           CheckWriter(kernel_writer.writer, std::tuple<>(), length, 5, &rescale);
           CheckWriter(kernel_writer.writer, std::tuple<>(), 7, length, &rescale);
@@ -445,12 +450,8 @@ TEST(OutputWriterTest, EightBitResultsOfLargeBlocksMatchScalarEval) {
                             3937};
   // With the terms' float values, as the driver sets them: the float form of the QuantizeDown
   // after the rescale takes these lines.
-  const std::vector<float> line_floats[4] = {FloatsOf(line_terms[0]), FloatsOf(line_terms[1]),
-                                             FloatsOf(line_terms[2]), FloatsOf(line_terms[3])};
-  rescale.lhs.a_float = line_floats[0].data();
-  rescale.lhs.b_float = line_floats[1].data();
-  rescale.rhs.a_float = line_floats[2].data();
-  rescale.rhs.b_float = line_floats[3].data();
+  std::vector<float> floats[4];
+  AddFloatTerms(&rescale, kLines, kLines, floats);
   for (const KernelWriter& kernel_writer : Writers()) {
     SCOPED_TRACE(KernelName(kernel_writer.kernel));
     for (const auto& [rows, cols] :
@@ -652,14 +653,10 @@ TEST(OutputWriterTest, RescaleAndScaleBeforeAByteClampMatchTheScalarPath) {
         std::fill(lhs_a.begin(), lhs_a.end(), lhs_a[0]);
         std::fill(rhs_b.begin(), rhs_b.end(), rhs_b[0]);
       }
-      const std::vector<float> lhs_a_float = FloatsOf(lhs_a), lhs_b_float = FloatsOf(lhs_b);
-      const std::vector<float> rhs_a_float = FloatsOf(rhs_a), rhs_b_float = FloatsOf(rhs_b);
       internal::Rescale rescale{
           {lhs_a.data(), lhs_b.data()}, {rhs_a.data(), rhs_b.data()}, test.divisor};
-      rescale.lhs.a_float = lhs_a_float.data();
-      rescale.lhs.b_float = lhs_b_float.data();
-      rescale.rhs.a_float = rhs_a_float.data();
-      rescale.rhs.b_float = rhs_b_float.data();
+      std::vector<float> floats[4];
+      AddFloatTerms(&rescale, kRowStart + rows, kColStart + cols, floats);
       // Whether the float form takes these lines, or the test checks only the exact arithmetic.
       EXPECT_EQ(internal::output_writer::RescaledByteScaleConstants(
                     test.multiplier, test.shift, test.offset, test.divisor, term_limit, term_limit,
