@@ -596,11 +596,13 @@ TEST(OutputWriterTest, ScaleBeforeAByteClampMatchesScalarEvalOnEveryAccumulatorI
 // The rescale of requantized operands' sums and a QuantizeDown that a clamp to bytes follows run
 // together in float on the AVX-512 and AVX2 writers (RescaledByteScaleConstants,
 // lowbit/internal/output/output_line.h), exact only by its error bound and the window that sends
-// lanes to the exact arithmetic: sums from below the clamp's range to above it, each entry with its
-// own rescale terms, for the scale whose rounding of the rescale moves results most (M' near 2^-9,
-// the widest window), the benchmarks' (1 << 30 >> 15, offset 128) and others, every 3rd or 13th sum
-// where there are millions, per tensor and per channel, against the scalar path's RescaleBlock and
-// Eval, both block layouts and result orders.
+// lanes to the exact arithmetic: sums from below the clamp's range to above it and far beyond,
+// each entry with its own rescale terms, or with a term the same along each line as uniform
+// offsets make it, for the scale whose rounding of the rescale moves results most (M' near 2^-9,
+// the widest window), the benchmarks' (1 << 30 >> 15, offset 128), small divisors on either side
+// of the form's limit (65025 M' / D < 1/4) and others, every 3rd or 13th sum where there are
+// millions, per tensor and per channel, against the scalar path's RescaleBlock and Eval, both
+// block layouts and result orders.
 TEST(OutputWriterTest, RescaleAndScaleBeforeAByteClampMatchTheScalarPath) {
   struct Case {
     int divisor;
