@@ -112,10 +112,10 @@ struct ByteScaleOf<Isa, std::void_t<typename Isa::ByteScale>> {
 };
 
 // The rescale of requantized operands' sums (LineRescale, below) and then a QuantizeDown that a
-// clamp to bytes follows, together in float, as ByteScaleConstants has the QuantizeDown alone: 7
-// vector instructions and a test per 16 AVX-512 results (or 8 AVX2 ones) where the rescale in
-// doubles and the scale after it take 27, 8 where neither of a line's terms is the same all along
-// it. These are its constants for a block's lines; the Isas' RescaledByteScale run them.
+// clamp to bytes follows, together in float, as ByteScaleConstants has the QuantizeDown alone: 6
+// vector instructions and a test per 16 AVX-512 results (7 where neither of a line's terms is the
+// same all along it) where the rescale in doubles takes 16 and the scale after it 5. These are
+// its constants for a block's lines; the Isas' RescaledByteScale run them.
 //
 // With the sums T (offset terms added) and the line's terms A = line_a along_a[i] and
 // B = line_b along_b[i], the rescale is x = round(n / D), n = 65025 T + A + B, and the scale's
