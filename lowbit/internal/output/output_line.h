@@ -143,7 +143,7 @@ struct ByteScaleOf<Isa, std::void_t<typename Isa::ByteScale>> {
 // default rounding.
 struct RescaledByteScaleConstants {
   bool usable = false;
-  double term_factor = 0;  // k: a line's line_a k and line_b k are its own (LineTerms below)
+  double term_factor = 0;  // k: a line's line_a k and line_b k are its own (LineRescale below)
   double addend = 0;       // c
   float sum_factor = 0;    // 65025 k
   float magic = 0;
