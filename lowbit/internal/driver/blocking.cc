@@ -58,8 +58,8 @@ Blocking ComputeBlocking(const KernelFormat& format, const CacheSizes& caches, i
   block_rows = std::min(block_rows, RoundUp(std::max(rows, 1), format.lhs_rows));
   // The accumulator block (mc x nc int32) takes a quarter of L2, and at most 128 KiB: on an
   // Intel Xeon with 2 MiB of L2, 512 KiB blocks (at 512^3 and 1024^3) and 256 KiB ones (at 256^3)
-  // ran the AMX GEMM 1 to 14% slower than 128 KiB ones and the AVX-512 VNNI GEMM at 256^3 2 to
-  // 5% slower, and 64 KiB ones no faster (in one process, alternating).
+  // ran the AMX GEMM up to 14% slower than 128 KiB ones and the AVX-512 VNNI GEMM at 256^3 2 to
+  // 5% slower, and 64 KiB ones were no faster (in one process, alternating).
   constexpr std::int64_t kMaxAccumulatorBits = std::int64_t{8} * 128 * 1024;
   int block_cols =
       FloorTo(std::min(l2_bits / 4, kMaxAccumulatorBits) / (block_rows * 32), format.rhs_cols);
