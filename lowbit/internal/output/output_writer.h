@@ -522,20 +522,27 @@ class Writer {
       }
     };
     int line_first_entry = first;
+    // Where several lines of at most kAcrossLinesBatches batches each have the same instructions
+    // on every line: those set up once from the first line, `at`, and line_first_entry where
+    // write_batches(at), which walks the whole batches down the lines, left off.
+    const auto across_lines = [&](const auto& write_batches) {
+      if (end_line - first_line <= 1 || end - first > kAcrossLinesBatches * kBatch * Isa::kLanes) {
+        return;
+      }
+      for (int k = 0; k < kKnownCount; ++k) {
+        if (known[k].value.ChangesAcrossLines(row_major_)) return;
+      }
+      const Line at = LineAt(first_line);
+      for (int k = 0; k < kKnownCount; ++k) known[k].value.ForLine(at.row, at.col, row_major_);
+      line_first_entry = write_batches(at);
+    };
     if constexpr (kKnown &&
                   (kOwed == Owed::kSeparableTerms || kOwed == Owed::kScaledSeparableTerms)) {
-      bool same_on_every_line =
-          end_line - first_line > 1 && end - first <= kAcrossLinesBatches * kBatch * Isa::kLanes;
-      for (int k = 0; k < kKnownCount; ++k) {
-        same_on_every_line &= !known[k].value.ChangesAcrossLines(row_major_);
-      }
-      if (same_on_every_line) {
-        const Line at = LineAt(first_line);
-        for (int k = 0; k < kKnownCount; ++k) known[k].value.ForLine(at.row, at.col, row_major_);
-        line_first_entry = WriteBatchesAcrossLines<kSize, kBatch, kOwed>(
+      across_lines([&](const Line& at) {
+        return WriteBatchesAcrossLines<kSize, kBatch, kOwed>(
             at, sums, line_step, first_line, end_line, first, end, run, store_batch);
-        if (line_first_entry == end) return;
-      }
+      });
+      if (line_first_entry == end) return;
     }
     constexpr bool kRescaledByteScale = kRescaledByteScaleLoop<kType, kOwed, kOpcodes...>;
     // Its constants, for all the lines unless the scale differs from line to line; it needs the
@@ -555,17 +562,12 @@ class Writer {
     }
     typename RescaledByteScaleOf<Isa>::type rescaled_byte_scale(rescaled_constants);
     if constexpr (kRescaledByteScale) {
-      bool same_on_every_line = rescaled_constants.usable && end_line - first_line > 1 &&
-                                end - first <= kAcrossLinesBatches * kBatch * Isa::kLanes;
-      for (int k = 0; k < kKnownCount; ++k) {
-        same_on_every_line &= !known[k].value.ChangesAcrossLines(row_major_);
-      }
-      if (same_on_every_line) {
-        const Line at = LineAt(first_line);
-        for (int k = 0; k < kKnownCount; ++k) known[k].value.ForLine(at.row, at.col, row_major_);
-        line_first_entry = WriteRescaledBatchesAcrossLines<kSize, kBatch>(
-            at, known[0].value, rescaled_byte_scale, rescale_bounds, rescaled_constants, sums,
-            line_step, first_line, end_line, first, end, store_batch);
+      if (rescaled_constants.usable) {
+        across_lines([&](const Line& at) {
+          return WriteRescaledBatchesAcrossLines<kSize, kBatch>(
+              at, known[0].value, rescaled_byte_scale, rescale_bounds, rescaled_constants, sums,
+              line_step, first_line, end_line, first, end, store_batch);
+        });
         if (line_first_entry == end) return;
       }
     }
@@ -732,6 +734,8 @@ class Writer {
     constexpr int kLineChunk = 64;
     RescaledLine factors[kLineChunk];
     const auto chunk_batches = [&](int chunk_first, int chunk_end, auto one_term) {
+      // The same on every line (RescaledLineOf).
+      const float* const one_along = factors[0].one_along;
       for (int entry = first; entry < whole_end; entry += kBatchEntries) {
         Raw along[kBatch];
         for (int j = 0; j < kBatch; ++j) {
@@ -756,8 +760,7 @@ class Writer {
                   LineAt(line).rescale.ApplyOwed(owed_sums, first_entry, Isa::kLanes), scale.scale);
             };
             if constexpr (decltype(one_term)::value) {
-              vectors[j] =
-                  rescaled_byte_scale(owed_sums, line_factors.one_along + first_entry, exact);
+              vectors[j] = rescaled_byte_scale(owed_sums, one_along + first_entry, exact);
             } else {
               vectors[j] = rescaled_byte_scale(owed_sums, along_a + first_entry,
                                                along_b + first_entry, exact);
