@@ -4,16 +4,19 @@
 // GOPS counter, split over t threads at once. This host's speed swings by 10 to 25% within
 // seconds (doc/performance.md), so a GEMM's fraction of the ceiling measured alongside it says
 // more than its GOPS alone. And ceiling/vnni_tile_in_blocks/<shape>: the AVX-512 VNNI tile alone
-// on a GEMM's packed operands, the rest of the GEMM left out (TileInBlocks).
+// on a GEMM's packed operands, the rest of the GEMM left out (TileInBlocks), and
+// ceiling/amx_tile_in_blocks/<shape> the same for the AMX kernel.
 #include <immintrin.h>
 #include <pthreadpool.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "bench/bench_common.h"
@@ -310,17 +313,41 @@ __attribute__((target("amx-tile,amx-int8"))) void RunAmxSteps(std::int64_t steps
   _tile_release();
 }
 
-// The AVX-512 VNNI kernel's own micro-kernel over a GEMM's packed operands, called as the driver
-// calls it (driver.cc, RunBlocks): its tasks of blocking.rows rows, accumulator blocks, depth
-// slices and panels from ComputeBlocking for this CPU's caches, the rhs packed whole or, for a
-// single task, a block at a time into one buffer. Nothing else: no packing, offsets or output.
-// ceiling/vnni_tile_in_blocks/<shape> beside dot_tile_step (the bare step, its operands in
-// registers) is what the tile loses to its operands' memory; beside lowbit/avx512vnni/<shape>,
-// what the GEMM spends outside the tile.
+// Memory on cache lines, as the library's scratch is (its packed panels and accumulator blocks):
+// on std::vector's 16-byte alignment each 64-byte row of an AMX tile load spans two lines, and
+// the AMX tile in blocks ran at less than half the speed.
+template <typename T>
+class CacheLineBuffer {
+ public:
+  explicit CacheLineBuffer(std::size_t size)
+      : size_(size),
+        memory_(static_cast<T*>(std::aligned_alloc(64, (size * sizeof(T) + 63) / 64 * 64))) {
+    if (memory_ == nullptr) throw std::bad_alloc();
+  }
+  std::size_t size() const { return size_; }
+  T* data() { return memory_.get(); }
+  T& operator[](std::size_t i) { return memory_.get()[i]; }
+
+ private:
+  struct FreeDeleter {
+    void operator()(T* p) const { std::free(p); }
+  };
+  std::size_t size_;
+  std::unique_ptr<T, FreeDeleter> memory_;
+};
+
+// A kernel's own micro-kernel (the AVX-512 VNNI or AMX kernel's) over a GEMM's packed operands,
+// called as the driver calls it (driver.cc, RunBlocks): its tasks of blocking.rows rows,
+// accumulator blocks, depth slices and panels from ComputeBlocking for this CPU's caches, the rhs
+// packed whole or, for a single task, a block at a time into one buffer. Nothing else: no packing,
+// offsets or output. ceiling/vnni_tile_in_blocks/<shape> beside dot_tile_step (the bare step, its
+// operands in registers) is what the tile loses to its operands' memory; beside
+// lowbit/avx512vnni/<shape>, what the GEMM spends outside the tile (amx_tile_in_blocks beside
+// amx_tile_step and lowbit/amx likewise).
 class TileInBlocks {
  public:
-  explicit TileInBlocks(const Shape& shape)
-      : kernel_(lowbit::internal::Avx512VnniKernel()),
+  TileInBlocks(const lowbit::internal::KernelImplementation& kernel, const Shape& shape)
+      : kernel_(kernel),
         format_(kernel_.format),
         shape_(shape),
         blocking_(lowbit::internal::ComputeBlocking(format_, lowbit::internal::DetectCacheSizes(),
@@ -347,6 +374,7 @@ class TileInBlocks {
         const int block_cols = std::min(block_width_, shape_.cols - block_start);
         const std::uint8_t* const packed_rhs =
             rhs_.data() + (streamed_ ? 0 : block_start / format_.rhs_cols * rhs_panel_bytes);
+        if (kernel_.prepare != nullptr) kernel_.prepare();
         for (int depth_start = 0; depth_start < shape_.depth; depth_start += blocking_.depth) {
           const int slice_depth = lowbit::internal::RoundUp(
               std::min(blocking_.depth, shape_.depth - depth_start), format_.depth_group);
@@ -365,6 +393,7 @@ class TileInBlocks {
         }
       }
     }
+    if (kernel_.release != nullptr) kernel_.release();
   }
 
  private:
@@ -381,8 +410,8 @@ class TileInBlocks {
   const bool streamed_;  // one task: the driver packs each block of rhs columns just before use
   const int block_width_;
   const int acc_stride_;
-  std::vector<std::uint8_t> lhs_, rhs_;
-  std::vector<std::int32_t> acc_;
+  CacheLineBuffer<std::uint8_t> lhs_, rhs_;
+  CacheLineBuffer<std::int32_t> acc_;
 };
 
 const Registration registration([] {
@@ -402,12 +431,18 @@ const Registration registration([] {
   }
   RegisterCeiling("vpdpbusd", 24 * 64, &RunDotSteps, {1, 2});
   RegisterCeiling("dot_tile_step", 16 * 64, &RunDotTileSteps, {1, 2});
-  RegisterCases(
-      "ceiling", "vnni_tile_in_blocks",
-      [](const Case& c) -> std::function<void()> {
-        return [tile = std::make_shared<TileInBlocks>(c.shape)] { (*tile)(); };
-      },
-      {{{64, 64, 64}, 1}, {{256, 256, 256}, 1}, {{1024, 1024, 1024}, 1}, {{2048, 2048, 2048}, 1}});
+  const auto register_tile_in_blocks = [](const char* name,
+                                          const lowbit::internal::KernelImplementation& kernel) {
+    RegisterCases("ceiling", name,
+                  [&kernel](const Case& c) -> std::function<void()> {
+                    return [tile = std::make_shared<TileInBlocks>(kernel, c.shape)] { (*tile)(); };
+                  },
+                  {{{64, 64, 64}, 1},
+                   {{256, 256, 256}, 1},
+                   {{1024, 1024, 1024}, 1},
+                   {{2048, 2048, 2048}, 1}});
+  };
+  register_tile_in_blocks("vnni_tile_in_blocks", lowbit::internal::Avx512VnniKernel());
   if (__builtin_cpu_supports("avx512vpopcntdq")) {
     RegisterCeiling("vpandd_vpopcntd_vpaddd", 12 * 512, &RunPopcountSteps);
   }
@@ -416,6 +451,7 @@ const Registration registration([] {
   if (std::find(kernels.begin(), kernels.end(), lowbit::Kernel::kAmx) != kernels.end()) {
     RegisterCeiling("tdpbsud", 4 * 16 * 16 * 64, &RunAmxSteps<false>, {1, 2});
     RegisterCeiling("amx_tile_step", 4 * 16 * 16 * 64, &RunAmxSteps<true>, {1, 2});
+    register_tile_in_blocks("amx_tile_in_blocks", lowbit::internal::AmxKernel());
   }
 });
 

@@ -40,10 +40,11 @@ lowbit_bench::SummaryReporter::Ceilings Avx2Ceilings() {
 }
 
 // The AVX-512 VNNI kernel's (`arithmetic` vpdpbusd, `tile_step` dot_tile_step, `tile_in_blocks`
-// vnni_tile_in_blocks) or the AMX kernel's (tdpbsud, amx_tile_step, none): each runs prepacked
-// weights and the narrow settings through its 8-bit tile too, but 1 x 1 bits, measured against
-// one AND and popcount a product (the bit-serial kernel's, which the dispatch picks for the larger
-// shapes), and 1 x 2 bits, bit-serial on some shapes and not others, measured against no ceiling.
+// vnni_tile_in_blocks) or the AMX kernel's (tdpbsud, amx_tile_step, amx_tile_in_blocks): each runs
+// prepacked weights and the narrow settings through its 8-bit tile too, but 1 x 1 bits, measured
+// against one AND and popcount a product (the bit-serial kernel's, which the dispatch picks for the
+// larger shapes), and 1 x 2 bits, bit-serial on some shapes and not others, measured against no
+// ceiling.
 lowbit_bench::SummaryReporter::Ceilings Avx512Ceilings(lowbit::Kernel kernel,
                                                        const char* arithmetic,
                                                        const char* tile_step,
@@ -139,7 +140,7 @@ int main(int argc, char** argv) {
       : best == lowbit::Kernel::kAvx512Vnni
           ? lowbit_bench::Avx512Ceilings(best, "vpdpbusd", "dot_tile_step", "vnni_tile_in_blocks")
       : best == lowbit::Kernel::kAmx
-          ? lowbit_bench::Avx512Ceilings(best, "tdpbsud", "amx_tile_step", nullptr)
+          ? lowbit_bench::Avx512Ceilings(best, "tdpbsud", "amx_tile_step", "amx_tile_in_blocks")
           : lowbit_bench::SummaryReporter::Ceilings{});
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
