@@ -383,6 +383,11 @@ class TileInBlocks {
           for (int j = 0; j < block_cols; j += format_.rhs_cols, rhs_panel += rhs_panel_bytes) {
             const std::uint8_t* lhs_panel =
                 lhs_.data() + static_cast<std::size_t>(depth_start) * format_.lhs_rows;
+            if (kernel_.micro_kernel_column != nullptr) {
+              kernel_.micro_kernel_column(lhs_panel, lhs_panel_bytes, rhs_panel, slice_depth, rows,
+                                          acc_.data() + j, acc_stride_, depth_start > 0);
+              continue;
+            }
             for (int i = 0; i < rows; i += format_.lhs_rows, lhs_panel += lhs_panel_bytes) {
               kernel_.micro_kernel(lhs_panel, rhs_panel, slice_depth,
                                    std::min(format_.lhs_rows, rows - i),

@@ -1,7 +1,8 @@
 // The x86 packing routines and micro-kernels (SSE4.1, AVX2, AVX-512 VNNI; for ordinary and
 // prepacked rhs operands), tested directly: packed layout and row sums against the portable packer,
-// tile sums against a 64-bit dot product at extreme values, at depths that are not a multiple of
-// the depth group, around the nibble kernel's int16 run and where int32 sums wrap.
+// tile sums (a tile at a time, and down a column of panels) against a 64-bit dot product at
+// extreme values, at depths that are not a multiple of the depth group, around the nibble
+// kernel's int16 run and where int32 sums wrap.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -355,6 +356,80 @@ TEST(KernelX86Test, MicroKernelComputesOnlyTheRowsAskedFor) {
             CheckMicroKernelOn(*implementation, operands, depth, used_rows);
             if (HasFatalFailure()) return;
           }
+        }
+      }
+    }
+  }
+}
+
+// A kernel's column of tiles (micro_kernel_column, where it has one: AMX loads each next panel's
+// first operands before it stores a panel's sums) on lhs panels packed by its own packer: every
+// row asked for matches the 64-bit dot products, stored and then accumulated, with whole and
+// short last panels (of at most 16 rows and of more), depths without a whole step of the kernel,
+// with one and with a tail, and columns past the tile's untouched.
+TEST(KernelX86Test, MicroKernelColumnMatchesDotProducts) {
+  for (Kernel kernel : X86Kernels()) {
+    for (const KernelImplementation* implementation : Implementations(kernel)) {
+      if (implementation->micro_kernel_column == nullptr) continue;
+      const KernelFormat& format = implementation->format;
+      const int cols = format.rhs_cols;
+      for (int rows : {1, format.lhs_rows, format.lhs_rows + 3, 2 * format.lhs_rows + 16,
+                       3 * format.lhs_rows - 1, 3 * format.lhs_rows}) {
+        for (int depth : {17, 64, 65, 200, 256}) {
+          const SourceMatrix lhs(rows, depth, Order::kRowMajor, ElementType::kUint8, 3,
+                                 &Pseudorandom);
+          const SourceMatrix rhs_transposed(cols, depth, Order::kRowMajor, ElementType::kInt8, 1,
+                                            &Mixed);
+          const int padded_depth = internal::RoundUp(depth, format.depth_group);
+          const std::size_t lhs_panel_bytes = internal::PackedBytes(
+              format.lhs_type, static_cast<std::int64_t>(format.lhs_rows) * padded_depth);
+          std::vector<std::uint8_t> packed_lhs(
+              PackedBytes(rows, format.lhs_rows, depth, format, format.lhs_type));
+          std::vector<std::uint8_t> packed_rhs(
+              PackedBytes(cols, cols, depth, format, format.rhs_type));
+          std::vector<std::int32_t> row_sums(internal::RoundUp(rows, format.lhs_rows));
+          std::vector<std::int32_t> col_sums(cols);
+          implementation->pack_lhs(lhs.view, 0, rows, 0, depth, packed_lhs.data(), row_sums.data());
+          implementation->pack_rhs(rhs_transposed.view, 0, cols, 0, depth, packed_rhs.data(),
+                                   col_sums.data());
+          const int lhs_shift = internal::PackedValueShift(format.lhs_type, lhs.view);
+          const int rhs_shift = internal::PackedValueShift(format.rhs_type, rhs_transposed.view);
+          std::vector<std::int64_t> lhs_rows(static_cast<std::size_t>(rows) * depth);
+          std::vector<std::int64_t> rhs_cols(static_cast<std::size_t>(cols) * depth);
+          for (int d = 0; d < depth; ++d) {
+            for (int r = 0; r < rows; ++r) {
+              lhs_rows[static_cast<std::size_t>(r) * depth + d] = lhs.Value(r, d) - lhs_shift;
+            }
+            for (int c = 0; c < cols; ++c) {
+              rhs_cols[static_cast<std::size_t>(c) * depth + d] =
+                  rhs_transposed.Value(c, d) - rhs_shift;
+            }
+          }
+          const std::vector<std::int64_t> sums = DotProducts(lhs_rows, rhs_cols, rows, cols, depth);
+          const int acc_stride = cols + 5;
+          constexpr std::int32_t kUntouched = -12345;
+          std::vector<std::int32_t> acc(
+              static_cast<std::size_t>(internal::RoundUp(rows, format.lhs_rows)) * acc_stride,
+              kUntouched);
+          for (int times = 1; times <= 2; ++times) {
+            if (implementation->prepare != nullptr) implementation->prepare();
+            implementation->micro_kernel_column(packed_lhs.data(), lhs_panel_bytes,
+                                                packed_rhs.data(), padded_depth, rows, acc.data(),
+                                                acc_stride, /*accumulate=*/times == 2);
+            for (int r = 0; r < rows; ++r) {
+              for (int c = 0; c < acc_stride; ++c) {
+                const std::int32_t entry = acc[static_cast<std::size_t>(r) * acc_stride + c];
+                const std::int32_t expected =
+                    c < cols ? static_cast<std::int32_t>(static_cast<std::uint32_t>(
+                                   times * sums[static_cast<std::size_t>(r) * cols + c]))
+                             : kUntouched;
+                ASSERT_EQ(entry, expected)
+                    << KernelName(kernel) << " rows " << rows << " depth " << depth << " at (" << r
+                    << ", " << c << ") after " << times << " calls";
+              }
+            }
+          }
+          if (implementation->release != nullptr) implementation->release();
         }
       }
     }

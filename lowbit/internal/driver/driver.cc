@@ -394,6 +394,11 @@ struct GemmTask {
         const char* rhs_panel = packed_rhs + rhs_slice;
         for (int j = 0; j < block_cols; j += format.rhs_cols, rhs_panel += rhs_panel_bytes) {
           const char* lhs_panel = scratch.packed_lhs + lhs_slice;
+          if (kernel.micro_kernel_column != nullptr) {
+            kernel.micro_kernel_column(lhs_panel, lhs_panel_bytes, rhs_panel, slice_depth, rows,
+                                       scratch.acc + j, acc_stride, depth_start > 0);
+            continue;
+          }
           for (int i = 0; i < rows; i += format.lhs_rows, lhs_panel += lhs_panel_bytes) {
             kernel.micro_kernel(lhs_panel, rhs_panel, slice_depth,
                                 std::min(format.lhs_rows, rows - i),

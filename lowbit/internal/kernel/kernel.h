@@ -128,6 +128,14 @@ using RequantizingPackFunction = void (*)(const MatrixView& source,
 using MicroKernelFunction = void (*)(const void* lhs_panel, const void* rhs_panel, int padded_depth,
                                      int rows, std::int32_t* acc, int acc_stride, bool accumulate);
 
+// micro_kernel down a column of lhs panels against one rhs panel: rows [0, rows) of consecutive
+// lhs panels `lhs_panel_bytes` apart (the last one may be short), their sums from acc on, a panel
+// of lhs_rows rows every lhs_rows * acc_stride entries. For a kernel that overlaps the end of one
+// panel's work with the start of the next's.
+using MicroKernelColumnFunction = void (*)(const void* lhs_panels, std::size_t lhs_panel_bytes,
+                                           const void* rhs_panel, int padded_depth, int rows,
+                                           std::int32_t* acc, int acc_stride, bool accumulate);
+
 // The product of a short lhs and an rhs read where it lies, for an rhs whose columns each hold
 // their depth values adjacent: packing such an rhs costs more than the product of a few rows.
 // acc[i * acc_stride + j] = sum over d of lhs(i, d) * rhs(j, d), and col_sums[j] = sum over d of
@@ -177,6 +185,9 @@ struct KernelImplementation {
   RequantizingPackFunction pack_rhs_requantizing = nullptr;
   // With unfolded: the most lhs rows the kernel multiplies in its own layout.
   int unfold_above_rows = 0;
+  // Where the kernel has one, the driver runs each rhs panel's column of tiles through it rather
+  // than calling micro_kernel a panel at a time. Or null.
+  MicroKernelColumnFunction micro_kernel_column = nullptr;
 };
 
 const KernelImplementation& ReferenceKernel();
