@@ -73,8 +73,10 @@ void WriteInEveryLayout(internal::OutputWriter writer, const internal::OutputPro
 
 // Runs `pipeline` over a rows x cols block of edge values through `writer` and through the
 // scalar Eval, in every layout, and compares; once on the edge values as final accumulators, and
-// twice as raw sums still owed random offset terms (which wrap), as the driver hands them over:
-// as two products, and separable into row and column parts.
+// four times as raw sums still owed random offset terms (which wrap), as the driver hands them
+// over: as two products, and separable into row and column parts, both or one of them (the other
+// zero, as where one operand's effective offset is zero: the writers' loops for 8-bit results
+// leave out the terms along the lines then).
 // With `rescale` (sums of requantized operands), the scalar side rescales each sum with the
 // scalar path's RescaleBlock before Eval.
 // `accumulators`: the values to cycle through instead of the edge values.
@@ -94,15 +96,20 @@ void CheckWriter(internal::OutputWriter writer, const Pipeline& pipeline, int ro
     for (std::int32_t& term : terms) term = owed ? static_cast<std::int32_t>(random()) : 0;
     return terms;
   };
-  enum class Owed { kNothing, kProducts, kSeparable };
-  for (Owed owed : {Owed::kNothing, Owed::kProducts, Owed::kSeparable}) {
-    const bool products = owed == Owed::kProducts, separable = owed == Owed::kSeparable;
+  enum class Owed { kNothing, kProducts, kSeparable, kRowParts, kColParts };
+  for (Owed owed :
+       {Owed::kNothing, Owed::kProducts, Owed::kSeparable, Owed::kRowParts, Owed::kColParts}) {
+    const bool products = owed == Owed::kProducts;
+    const bool separable =
+        owed == Owed::kSeparable || owed == Owed::kRowParts || owed == Owed::kColParts;
     const std::vector<std::int32_t> row_first = terms_for(rows, products),
                                     row_second = terms_for(rows, products);
     const std::vector<std::int32_t> col_first = terms_for(cols, products),
                                     col_second = terms_for(cols, products);
-    const std::vector<std::int32_t> row_part = terms_for(rows, separable),
-                                    col_part = terms_for(cols, separable);
+    const std::vector<std::int32_t> row_part =
+                                        terms_for(rows, separable && owed != Owed::kColParts),
+                                    col_part =
+                                        terms_for(cols, separable && owed != Owed::kRowParts);
     const internal::OffsetTerms terms =
         separable  ? internal::OffsetTerms::Separable(row_part.data(), col_part.data())
         : products ? internal::OffsetTerms{row_first.data(), col_first.data(), row_second.data(),
@@ -127,9 +134,11 @@ void CheckWriter(internal::OutputWriter writer, const Pipeline& pipeline, int ro
               ASSERT_EQ(out_map(kRowStart + r, kColStart + c),
                         meta::EvalPipeline(pipeline, value, kRowStart + r, kColStart + c))
                   << "acc " << value << " at (" << r << ", " << c << ") of " << rows << "x" << cols
-                  << (products    ? " with offset terms"
-                      : separable ? " with separable terms"
-                                  : "");
+                  << (products                  ? " with offset terms"
+                      : owed == Owed::kRowParts ? " with separable terms, rows' parts alone"
+                      : owed == Owed::kColParts ? " with separable terms, columns' parts alone"
+                      : separable               ? " with separable terms"
+                                                : "");
             }
           }
         });
