@@ -65,33 +65,36 @@ struct NarrowMatrix {
   }
 };
 
-// Packs `lhs` (lhs_rows x depth) and `rhs_transposed` (rhs_cols x depth: the rhs is packed
-// through its transpose, as the driver does) with the kernel's packers, runs the micro-kernel on
-// the first `used_rows` rows (store, then accumulate) and compares each of their entries with the
-// 64-bit dot product of the packed (shifted) values taken modulo 2^32; entries beyond them must
-// stay untouched. Matrix has `view` (an internal::MatrixView) and Value(row, col), the integer
-// stored there.
+// `lhs` (rows x depth) and `rhs_transposed` (cols x depth: the rhs is packed through its
+// transpose, as the driver does) packed by the kernel's packers, in whole panels, and the 64-bit
+// dot products of the packed (shifted) values of the first `sum_rows` rows by every column,
+// row-major. Matrix has `view` (an internal::MatrixView) and Value(row, col), the integer stored
+// there.
+struct PackedProducts {
+  std::vector<std::uint8_t> lhs;
+  std::vector<std::uint8_t> rhs;
+  std::vector<std::int64_t> sums;
+};
 template <typename Matrix>
-void CheckMicroKernel(const internal::KernelImplementation& kernel, const Matrix& lhs,
-                      const Matrix& rhs_transposed, int used_rows, const std::string& name) {
+PackedProducts PackAndMultiply(const internal::KernelImplementation& kernel, const Matrix& lhs,
+                               const Matrix& rhs_transposed, int sum_rows) {
   const internal::KernelFormat& format = kernel.format;
-  const int rows = format.lhs_rows, cols = format.rhs_cols;
-  ASSERT_EQ(lhs.view.rows, rows) << name;
-  ASSERT_EQ(rhs_transposed.view.rows, cols) << name;
-  const int depth = lhs.view.cols;
+  const int rows = lhs.view.rows, cols = rhs_transposed.view.rows, depth = lhs.view.cols;
   const int padded_depth = internal::RoundUp(depth, format.depth_group);
-  const auto packed_bytes = [&](int count, internal::PackedType type) {
-    return internal::PackedBytes(type, static_cast<std::int64_t>(count) * padded_depth);
+  const auto packed_bytes = [&](int count, int panel, internal::PackedType type) {
+    return internal::PackedBytes(
+        type, static_cast<std::int64_t>(internal::RoundUp(count, panel)) * padded_depth);
   };
-  std::vector<std::uint8_t> packed_lhs(packed_bytes(rows, format.lhs_type));
-  std::vector<std::uint8_t> packed_rhs(packed_bytes(cols, format.rhs_type));
+  PackedProducts packed{
+      std::vector<std::uint8_t>(packed_bytes(rows, format.lhs_rows, format.lhs_type)),
+      std::vector<std::uint8_t>(packed_bytes(cols, format.rhs_cols, format.rhs_type)),
+      {}};
   std::vector<std::int32_t> row_sums(rows), col_sums(cols);
-  kernel.pack_lhs(lhs.view, 0, rows, 0, depth, packed_lhs.data(), row_sums.data());
-  kernel.pack_rhs(rhs_transposed.view, 0, cols, 0, depth, packed_rhs.data(), col_sums.data());
+  kernel.pack_lhs(lhs.view, 0, rows, 0, depth, packed.lhs.data(), row_sums.data());
+  kernel.pack_rhs(rhs_transposed.view, 0, cols, 0, depth, packed.rhs.data(), col_sums.data());
   const int lhs_shift = internal::PackedValueShift(format.lhs_type, lhs.view);
   const int rhs_shift = internal::PackedValueShift(format.rhs_type, rhs_transposed.view);
-
-  // The packed (shifted) values, each row and column contiguous, and their 64-bit dot products.
+  // The packed (shifted) values, each row and column contiguous.
   std::vector<std::int64_t> lhs_rows(static_cast<std::size_t>(rows) * depth);
   std::vector<std::int64_t> rhs_cols(static_cast<std::size_t>(cols) * depth);
   for (int d = 0; d < depth; ++d) {
@@ -102,14 +105,32 @@ void CheckMicroKernel(const internal::KernelImplementation& kernel, const Matrix
       rhs_cols[static_cast<std::size_t>(c) * depth + d] = rhs_transposed.Value(c, d) - rhs_shift;
     }
   }
-  const std::vector<std::int64_t> sums = DotProducts(lhs_rows, rhs_cols, used_rows, cols, depth);
+  packed.sums = DotProducts(lhs_rows, rhs_cols, sum_rows, cols, depth);
+  return packed;
+}
+
+// Packs `lhs` (lhs_rows x depth) and `rhs_transposed` (rhs_cols x depth) with the kernel's packers
+// (PackAndMultiply), runs the micro-kernel on the first `used_rows` rows (store, then accumulate)
+// and compares each of their entries with the 64-bit dot product of the packed (shifted) values
+// taken modulo 2^32; entries beyond them must stay untouched.
+template <typename Matrix>
+void CheckMicroKernel(const internal::KernelImplementation& kernel, const Matrix& lhs,
+                      const Matrix& rhs_transposed, int used_rows, const std::string& name) {
+  const internal::KernelFormat& format = kernel.format;
+  const int rows = format.lhs_rows, cols = format.rhs_cols;
+  ASSERT_EQ(lhs.view.rows, rows) << name;
+  ASSERT_EQ(rhs_transposed.view.rows, cols) << name;
+  const int depth = lhs.view.cols;
+  const int padded_depth = internal::RoundUp(depth, format.depth_group);
+  const PackedProducts packed = PackAndMultiply(kernel, lhs, rhs_transposed, used_rows);
+  const std::vector<std::int64_t>& sums = packed.sums;
 
   const int acc_stride = cols + 5;
   constexpr std::int32_t kUntouched = -12345;
   std::vector<std::int32_t> acc(static_cast<std::size_t>(rows) * acc_stride, kUntouched);
   for (bool accumulate : {false, true}) {
     if (kernel.prepare != nullptr) kernel.prepare();
-    kernel.micro_kernel(packed_lhs.data(), packed_rhs.data(), padded_depth, used_rows, acc.data(),
+    kernel.micro_kernel(packed.lhs.data(), packed.rhs.data(), padded_depth, used_rows, acc.data(),
                         acc_stride, accumulate);
     for (int r = 0; r < rows; ++r) {
       for (int c = 0; c < acc_stride; ++c) {

@@ -383,29 +383,8 @@ TEST(KernelX86Test, MicroKernelColumnMatchesDotProducts) {
           const int padded_depth = internal::RoundUp(depth, format.depth_group);
           const std::size_t lhs_panel_bytes = internal::PackedBytes(
               format.lhs_type, static_cast<std::int64_t>(format.lhs_rows) * padded_depth);
-          std::vector<std::uint8_t> packed_lhs(
-              PackedBytes(rows, format.lhs_rows, depth, format, format.lhs_type));
-          std::vector<std::uint8_t> packed_rhs(
-              PackedBytes(cols, cols, depth, format, format.rhs_type));
-          std::vector<std::int32_t> row_sums(internal::RoundUp(rows, format.lhs_rows));
-          std::vector<std::int32_t> col_sums(cols);
-          implementation->pack_lhs(lhs.view, 0, rows, 0, depth, packed_lhs.data(), row_sums.data());
-          implementation->pack_rhs(rhs_transposed.view, 0, cols, 0, depth, packed_rhs.data(),
-                                   col_sums.data());
-          const int lhs_shift = internal::PackedValueShift(format.lhs_type, lhs.view);
-          const int rhs_shift = internal::PackedValueShift(format.rhs_type, rhs_transposed.view);
-          std::vector<std::int64_t> lhs_rows(static_cast<std::size_t>(rows) * depth);
-          std::vector<std::int64_t> rhs_cols(static_cast<std::size_t>(cols) * depth);
-          for (int d = 0; d < depth; ++d) {
-            for (int r = 0; r < rows; ++r) {
-              lhs_rows[static_cast<std::size_t>(r) * depth + d] = lhs.Value(r, d) - lhs_shift;
-            }
-            for (int c = 0; c < cols; ++c) {
-              rhs_cols[static_cast<std::size_t>(c) * depth + d] =
-                  rhs_transposed.Value(c, d) - rhs_shift;
-            }
-          }
-          const std::vector<std::int64_t> sums = DotProducts(lhs_rows, rhs_cols, rows, cols, depth);
+          const PackedProducts packed = PackAndMultiply(*implementation, lhs, rhs_transposed, rows);
+          const std::vector<std::int64_t>& sums = packed.sums;
           const int acc_stride = cols + 5;
           constexpr std::int32_t kUntouched = -12345;
           std::vector<std::int32_t> acc(
@@ -413,8 +392,8 @@ TEST(KernelX86Test, MicroKernelColumnMatchesDotProducts) {
               kUntouched);
           for (int times = 1; times <= 2; ++times) {
             if (implementation->prepare != nullptr) implementation->prepare();
-            implementation->micro_kernel_column(packed_lhs.data(), lhs_panel_bytes,
-                                                packed_rhs.data(), padded_depth, rows, acc.data(),
+            implementation->micro_kernel_column(packed.lhs.data(), lhs_panel_bytes,
+                                                packed.rhs.data(), padded_depth, rows, acc.data(),
                                                 acc_stride, /*accumulate=*/times == 2);
             for (int r = 0; r < rows; ++r) {
               for (int c = 0; c < acc_stride; ++c) {
