@@ -75,8 +75,8 @@ void WriteInEveryLayout(internal::OutputWriter writer, const internal::OutputPro
 // scalar Eval, in every layout, and compares; once on the edge values as final accumulators, and
 // four times as raw sums still owed random offset terms (which wrap), as the driver hands them
 // over: as two products, and separable into row and column parts, both or one of them (the other
-// zero, as where one operand's effective offset is zero: the writers' loops for 8-bit results
-// leave out the terms along the lines then).
+// zero and marked so, as the driver marks the parts of an operand whose factor is zero: the
+// writers' loops for 8-bit results leave out the terms along the lines then).
 // With `rescale` (sums of requantized operands), the scalar side rescales each sum with the
 // scalar path's RescaleBlock before Eval.
 // `accumulators`: the values to cycle through instead of the edge values.
@@ -111,7 +111,9 @@ void CheckWriter(internal::OutputWriter writer, const Pipeline& pipeline, int ro
                                     col_part =
                                         terms_for(cols, separable && owed != Owed::kRowParts);
     const internal::OffsetTerms terms =
-        separable  ? internal::OffsetTerms::Separable(row_part.data(), col_part.data())
+        separable
+            ? internal::OffsetTerms::Separable(row_part.data(), col_part.data(), 1,
+                                               owed == Owed::kColParts, owed == Owed::kRowParts)
         : products ? internal::OffsetTerms{row_first.data(), col_first.data(), row_second.data(),
                                            col_second.data()}
                    : internal::OffsetTerms{};

@@ -430,10 +430,13 @@ struct GemmTask {
       OffsetTerms terms;
       if (separable_terms) {
         ScaleTerms(separable.col_factor, col_sums, 0, block_cols, scratch.col_parts);
-        terms = transposed ? OffsetTerms::Separable(scratch.col_parts, scratch.row_parts,
-                                                    separable.sum_factor)
-                           : OffsetTerms::Separable(scratch.row_parts, scratch.col_parts,
-                                                    separable.sum_factor);
+        const bool row_parts_zero = separable.row_factor == 0 && separable.row_addend == 0;
+        const bool col_parts_zero = separable.col_factor == 0;
+        terms = transposed
+                    ? OffsetTerms::Separable(scratch.col_parts, scratch.row_parts,
+                                             separable.sum_factor, col_parts_zero, row_parts_zero)
+                    : OffsetTerms::Separable(scratch.row_parts, scratch.col_parts,
+                                             separable.sum_factor, row_parts_zero, col_parts_zero);
       } else {
         terms = transposed ? OffsetTerms{col_sums, lhs_offsets, rhs_offsets, scratch.row_sums}
                            : OffsetTerms{lhs_offsets, col_sums, scratch.row_sums, rhs_offsets};

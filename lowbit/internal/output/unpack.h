@@ -44,13 +44,21 @@ struct OffsetTerms {
   const std::int32_t* row_part = nullptr;
   const std::int32_t* col_part = nullptr;
   std::int32_t sum_factor = 1;
+  // Known to be zero in every row, or every column: the parts of an operand whose factor is zero
+  // (the other operand's offset cancels the shift it is packed with). The writers leave such
+  // parts out rather than add them; false says nothing.
+  bool row_parts_zero = false;
+  bool col_parts_zero = false;
 
   static OffsetTerms Separable(const std::int32_t* row_part, const std::int32_t* col_part,
-                               std::int32_t sum_factor = 1) {
+                               std::int32_t sum_factor = 1, bool row_parts_zero = false,
+                               bool col_parts_zero = false) {
     OffsetTerms terms;
     terms.row_part = row_part;
     terms.col_part = col_part;
     terms.sum_factor = sum_factor;
+    terms.row_parts_zero = row_parts_zero;
+    terms.col_parts_zero = col_parts_zero;
     return terms;
   }
 
@@ -67,6 +75,8 @@ struct OffsetTerms {
     part.row_part = advance(row_part, row);
     part.col_part = advance(col_part, col);
     part.sum_factor = sum_factor;
+    part.row_parts_zero = row_parts_zero;
+    part.col_parts_zero = col_parts_zero;
     return part;
   }
 };
