@@ -227,7 +227,7 @@ void PackLhsRowChunks(int count, int depth, std::uint8_t* out, std::int32_t* sum
     // the rest's masked loop alone, packing took 1.5 to 1.7 times as long (64 x 64 to 256 x 256).
     const int whole_depth = rows == kHalf ? depth / kChunk * kChunk : 0;
     for (int d = 0; d < whole_depth; d += kChunk) {
-      auto next_row = rows_at(first, d, ~__mmask64{0});
+      auto next_row = rows_at(first, d, AllLanes{});
       std::uint8_t* chunk_rows = panel + static_cast<std::size_t>(d) * kRows + panel_row * kChunk;
 #pragma GCC unroll 16
       for (int i = 0; i < kHalf; ++i) {
@@ -300,9 +300,8 @@ void PackLhsRequantizingAmx(const MatrixView& source, const PackRequantization& 
       FirstRow(source, start, 0), source.stride, requantization,
       static_cast<std::int8_t>(-PackedValueShift(kFormat.lhs_type, source)));
   PackLhsRowChunks(count, depth, static_cast<std::uint8_t*>(packed), sums,
-                   [&read, depth](int row, int d, __mmask64 in_depth) {
-                     return [&read, line = row, d, step = SequenceStep(d, depth),
-                             in_depth]() mutable { return read(line++, d, step, in_depth); };
+                   [&read, depth](int row, int d, auto in_depth) {
+                     return read.LinesFrom(row, d, SequenceStep(d, depth), in_depth);
                    });
 }
 

@@ -88,10 +88,12 @@ struct NearestNext {
 // Each block of one period takes its offsets from the window table[phase .. phase + 255). The
 // AVX-512 line reads a table of the offsets plus one (at most 255), which saves it a shift; where a
 // step of 64 values straddles two blocks, it addresses the next block's window from the step's
-// first lane, up to 63 bytes before the window (those lanes masked off): each table starts after
-// kTableLead bytes of its storage.
+// first lane, up to 63 bytes before the window (those lanes masked off), and a step of all lanes
+// reads the first block's window up to 63 bytes past it (those lanes replaced): each table starts
+// after kTableLead bytes of its storage and ends kTableTrail bytes before its end.
 constexpr int kTableLead = 64;
-using OffsetTable = std::array<std::uint8_t, kTableLead + 2 * kSequencePeriod>;
+constexpr int kTableTrail = 64;
+using OffsetTable = std::array<std::uint8_t, kTableLead + 2 * kSequencePeriod + kTableTrail>;
 
 template <int kPlus>
 OffsetTable MakeOffsetTable(BitDepthRounding resolved) {
