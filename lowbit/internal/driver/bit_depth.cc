@@ -172,8 +172,9 @@ void CheckDeclaredRange(const DeclaredRange& range) {
   const bool row_major = view.order == Order::kRowMajor;
   const int lines = row_major ? view.rows : view.cols;
   const int length = row_major ? view.cols : view.rows;
-  // An empty matrix may have null data, which no line address may be computed from.
-  if (length == 0) return;
+  // An empty matrix may have null data, which no line address may be computed from. Every byte is
+  // an 8-bit value: declared L7R8 GEMMs at 256^3 spent 3% of their time scanning the rhs.
+  if (length == 0 || range.bits >= 8) return;
   // The bits of the biased values above the range's are OR'ed together, over all lines at once
   // where they are stored one after another, else line by line, and the offending entry is
   // searched for only once a line is known to hold one.
