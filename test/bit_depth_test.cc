@@ -561,6 +561,57 @@ TEST_P(DeclaredRangeTest, ResultsAreExact) {
   }
 }
 
+// Uniform offsets that packing declared values can cancel (the driver packs a side less -offset
+// where its packed type holds every value less that, MatrixView::shift), ones it cannot, on
+// either side of a transposed and an untransposed GEMM: exact raw results, and a QuantizeDown
+// pipeline's bytes the same as those of the undeclared GEMM of the same values.
+TEST_P(DeclaredRangeTest, OffsetsThatPackingCancels) {
+  Context context;
+  Configure(&context, GetParam());
+  std::mt19937 random(17);
+  const auto pipeline = std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 11, 100},
+                                        OutputStageSaturatingCastToUint8{});
+  const auto check = [&](auto lhs_type, const Shape& shape, int bits) {
+    using LhsScalar = decltype(lhs_type);
+    OwnedMatrix<LhsScalar> lhs(shape.rows, shape.depth, Order::kRowMajor, 0, &random);
+    OwnedMatrix<std::uint8_t> rhs(shape.depth, shape.cols, Order::kColMajor, 0, &random);
+    FillDeclared(&lhs, bits, &random);
+    FillDeclared(&rhs, bits, &random);
+    const BitDepthParams params{bits, bits, BitDepthRounding::kAuto, 0,
+                                BitDepthMode::kDeclaredRange};
+    const int half = 1 << (bits - 1);
+    const std::pair<int, int> offsets[] = {{0, 0},        {-128, -128}, {-2 * half + 1, 5},
+                                           {-half, -200}, {half, 129},  {100, -300}};
+    for (const auto& [lhs_offset, rhs_offset] : offsets) {
+      const auto exact =
+          ReferenceAccumulators(lhs.const_map(), rhs.const_map(), lhs_offset, rhs_offset);
+      OwnedMatrix<std::int32_t> acc(shape.rows, shape.cols, Order::kColMajor, 0, &random);
+      Gemm(&context, lhs.const_map(), rhs.const_map(), &acc.map, lhs_offset, rhs_offset, params);
+      OwnedMatrix<std::uint8_t> bytes(shape.rows, shape.cols, Order::kColMajor, 0, &random);
+      GemmWithOutputPipeline(&context, lhs.const_map(), rhs.const_map(), &bytes.map, lhs_offset,
+                             rhs_offset, pipeline, params);
+      OwnedMatrix<std::uint8_t> expected(shape.rows, shape.cols, Order::kColMajor, 0, &random);
+      GemmWithOutputPipeline(&context, lhs.const_map(), rhs.const_map(), &expected.map, lhs_offset,
+                             rhs_offset, pipeline);
+      for (int r = 0; r < shape.rows; ++r) {
+        for (int c = 0; c < shape.cols; ++c) {
+          ASSERT_EQ(acc.map(r, c), exact[r * shape.cols + c])
+              << bits << " bits, offsets " << lhs_offset << ", " << rhs_offset;
+          ASSERT_EQ(bytes.map(r, c), expected.map(r, c))
+              << bits << " bits, offsets " << lhs_offset << ", " << rhs_offset;
+        }
+      }
+    }
+  };
+  for (const int bits : {2, 4, 7}) {
+    for (const Shape& shape : {Shape{37, 130, 45}, Shape{45, 130, 37}}) {
+      check(std::uint8_t{}, shape, bits);
+      check(std::int8_t{}, shape, bits);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, DeclaredRangeTest, testing::ValuesIn(PathSettings({1, 3})),
                          PathSettingName);
 

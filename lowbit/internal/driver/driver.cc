@@ -568,6 +568,26 @@ MatrixView AlongItsLength(const MatrixView& result) {
 
 }  // namespace
 
+// The shift (MatrixView::shift) that cancels the uniform `offset` of declared narrow values
+// packed as `type`, where that type holds every value less it; else MatrixView::kShiftOfBits. The
+// offset's separable terms then vanish, and the writer adds only the other side's (for an
+// activation of 4 bits with zero point 0, packed as int8: 0, where 2^(bits-1) left each row a
+// term). Products of any bytes are exact in int32 modulo 2^32, as every kernel's are.
+int CancellingShift(PackedType type, const MatrixView& view, const Offsets& offset) {
+  if (view.bits >= 8 || offset.is_per_channel() ||
+      (type != PackedType::kInt8 && type != PackedType::kUint8)) {
+    return MatrixView::kShiftOfBits;
+  }
+  const std::int64_t shift = -static_cast<std::int64_t>(offset(0));
+  const std::int64_t lowest = view.type == ElementType::kInt8 ? -(1 << (view.bits - 1)) : 0;
+  const std::int64_t highest = lowest + (1 << view.bits) - 1;
+  const std::int64_t packed_lowest = type == PackedType::kInt8 ? -128 : 0;
+  if (lowest - shift < packed_lowest || highest - shift > packed_lowest + 255) {
+    return MatrixView::kShiftOfBits;
+  }
+  return static_cast<int>(shift);
+}
+
 std::uint32_t KernelChoiceVariant(int lhs_bits, int rhs_bits, bool requantized) {
   return static_cast<std::uint32_t>((lhs_bits << 5) | (rhs_bits << 1) | (requantized ? 1 : 0));
 }
@@ -715,6 +735,12 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
         task_rescale.lhs.exact_offset - task_rescale.lhs.exact_factor * lhs_requantization->centre;
     task_rhs_offset =
         task_rescale.rhs.exact_offset - task_rescale.rhs.exact_factor * rhs_requantization->centre;
+  }
+  if (format.any_bytes && lhs_requantization == nullptr) {
+    task_lhs.shift = CancellingShift(format.lhs_type, task_lhs, task_lhs_offset);
+  }
+  if (format.any_bytes && rhs_requantization == nullptr && packed_rhs == nullptr) {
+    task_rhs.shift = CancellingShift(format.rhs_type, task_rhs, task_rhs_offset);
   }
   // A short lhs against an rhs whose columns hold their depth values adjacent: the kernel reads
   // the rhs where it lies. Packing it would cost several times the product (1 x 1024 x 1024:

@@ -70,6 +70,10 @@ struct MatrixView {
   // Every value fits this many bits (uint8 in [0, 2^bits - 1], int8 in [-2^(bits-1),
   // 2^(bits-1) - 1]): requantized or declared narrow operands, for which narrow kernels exist.
   int bits = 8;
+  // What packing into int8 or uint8 subtracts from each value, where the driver chose it for
+  // declared narrow values (kernel.h, PackedValueShift); kShiftOfBits: the one `bits` gives.
+  static constexpr int kShiftOfBits = -(1 << 30);
+  int shift = kShiftOfBits;
 };
 
 template <typename Scalar>

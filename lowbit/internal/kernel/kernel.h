@@ -71,6 +71,10 @@ constexpr int kBitPlaneGroup = 32;
 
 // What packing subtracts from each value of `source`.
 inline int PackedValueShift(PackedType packed, const MatrixView& source) {
+  if (source.shift != MatrixView::kShiftOfBits &&
+      (packed == PackedType::kInt8 || packed == PackedType::kUint8)) {
+    return source.shift;
+  }
   const int half_range = 1 << (source.bits - 1);
   const bool signed_values = packed == PackedType::kInt8 || packed == PackedType::kInt4Pairs;
   const bool unsigned_values = packed != PackedType::kInt16 && !signed_values;
@@ -98,6 +102,10 @@ struct KernelFormat {
   // depth groups (PackRowChunksPortable, pack.h): the rows of 64 bytes that an AMX tile load reads.
   // The driver's slices of depth then start at multiples of it.
   int lhs_chunk = 0;
+  // Its products are exact for any values of its int8 and uint8 packed types (vpdpbusd, the AMX
+  // tile), not only for the bits it was chosen for: the driver may pack declared narrow values
+  // less another shift (MatrixView::shift).
+  bool any_bytes = false;
 };
 
 // A packed block of `count` rows (lhs rows, or rhs columns) by `depth` holds

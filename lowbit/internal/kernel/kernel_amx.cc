@@ -31,7 +31,8 @@ constexpr int kChunk = 64;
 constexpr int kGroup = 4;
 // A half of the tile: 16 rows or columns, the most a tile register holds.
 constexpr int kHalf = 16;
-constexpr KernelFormat kFormat{kRows, kCols, kGroup, PackedType::kInt8, PackedType::kUint8, kChunk};
+constexpr KernelFormat kFormat{kRows,  kCols, kGroup, PackedType::kInt8, PackedType::kUint8,
+                               kChunk, true};
 // Bytes between the rows of an rhs panel's depth groups: a group of 4 values for each column.
 constexpr int kRhsGroupBytes = kCols * kGroup;
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 // <immintrin.h> through this header first: without GCC 12's false -Wuninitialized reports.
 #include "lowbit/fixedpoint/fixedpoint_avx512.h"
@@ -63,8 +64,14 @@ struct EightRowTile {
   static constexpr int kCols = 32;  // two vectors of 16 int32 lanes
   static constexpr int kGroupBytes = 4;
   static constexpr int kLhsStepBytes = kGroupBytes * kRows;
-  static constexpr KernelFormat kFormat{kRows, kCols, Products::kDepth, Products::kLhsType,
-                                        Products::kRhsType};
+  static constexpr KernelFormat kFormat{
+      kRows,
+      kCols,
+      Products::kDepth,
+      Products::kLhsType,
+      Products::kRhsType,
+      0,
+      std::is_same_v<Products, ByteDotProducts>&& std::is_same_v<RhsSteps, ByteRhsSteps>};
 
   // Adds one step of the first kUsedRows rows to sums.
   template <int kUsedRows>
