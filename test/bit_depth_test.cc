@@ -563,8 +563,9 @@ TEST_P(DeclaredRangeTest, ResultsAreExact) {
 
 // Uniform offsets that packing declared values can cancel (the driver packs a side less -offset
 // where its packed type holds every value less that, MatrixView::shift), ones it cannot, on
-// either side of a transposed and an untransposed GEMM: exact raw results, and a QuantizeDown
-// pipeline's bytes the same as those of the undeclared GEMM of the same values.
+// either side of a transposed and an untransposed GEMM and of a short lhs against an rhs read
+// where it lies: exact raw results, and a QuantizeDown pipeline's bytes the same as those of the
+// undeclared GEMM of the same values.
 TEST_P(DeclaredRangeTest, OffsetsThatPackingCancels) {
   Context context;
   Configure(&context, GetParam());
@@ -604,7 +605,7 @@ TEST_P(DeclaredRangeTest, OffsetsThatPackingCancels) {
     }
   };
   for (const int bits : {2, 4, 7}) {
-    for (const Shape& shape : {Shape{37, 130, 45}, Shape{45, 130, 37}}) {
+    for (const Shape& shape : {Shape{37, 130, 45}, Shape{45, 130, 37}, Shape{3, 130, 45}}) {
       check(std::uint8_t{}, shape, bits);
       check(std::int8_t{}, shape, bits);
       if (HasFatalFailure()) return;
