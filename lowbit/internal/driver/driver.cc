@@ -566,8 +566,6 @@ MatrixView AlongItsLength(const MatrixView& result) {
   return view;
 }
 
-}  // namespace
-
 // The shift (MatrixView::shift) that cancels the uniform `offset` of declared narrow values
 // packed as `type`, where that type holds every value less it; else MatrixView::kShiftOfBits. The
 // offset's separable terms then vanish, and the writer adds only the other side's (for an
@@ -587,6 +585,8 @@ int CancellingShift(PackedType type, const MatrixView& view, const Offsets& offs
   }
   return static_cast<int>(shift);
 }
+
+}  // namespace
 
 std::uint32_t KernelChoiceVariant(int lhs_bits, int rhs_bits, bool requantized) {
   return static_cast<std::uint32_t>((lhs_bits << 5) | (rhs_bits << 1) | (requantized ? 1 : 0));

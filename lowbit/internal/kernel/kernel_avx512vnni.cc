@@ -64,14 +64,11 @@ struct EightRowTile {
   static constexpr int kCols = 32;  // two vectors of 16 int32 lanes
   static constexpr int kGroupBytes = 4;
   static constexpr int kLhsStepBytes = kGroupBytes * kRows;
+  // Bytes by bytes (not 4-bit weights): exact for any values.
+  static constexpr bool kAnyBytes =
+      std::is_same_v<Products, ByteDotProducts> && std::is_same_v<RhsSteps, ByteRhsSteps>;
   static constexpr KernelFormat kFormat{
-      kRows,
-      kCols,
-      Products::kDepth,
-      Products::kLhsType,
-      Products::kRhsType,
-      0,
-      std::is_same_v<Products, ByteDotProducts>&& std::is_same_v<RhsSteps, ByteRhsSteps>};
+      kRows, kCols, Products::kDepth, Products::kLhsType, Products::kRhsType, 0, kAnyBytes};
 
   // Adds one step of the first kUsedRows rows to sums.
   template <int kUsedRows>
