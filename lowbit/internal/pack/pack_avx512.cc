@@ -273,26 +273,9 @@ void PackRowsRequantizing(const std::uint8_t* rows, std::ptrdiff_t stride,
     std::uint8_t* panel = out + first / panel_width * panel_size;
     PartialRowSums row_sums = {_mm512_setzero_si512(), _mm512_setzero_si512(),
                                _mm512_setzero_si512(), _mm512_setzero_si512()};
-    for (int d = 0; d < padded_depth; d += kStep) {
-      const __mmask64 in_depth =
-          depth - d >= kStep ? ~__mmask64{0} : (__mmask64{1} << (depth - d)) - 1;
-      const SequenceStep step(d, depth);
-      __m512i groups[16];
-      // 16 lines and a whole step: plain loads, and the lines' addresses stepped (LinesFrom).
-      // Reading each line by its index under masks, packing a 256 x 256 rhs for the AMX kernel
-      // took 1.2 times as long.
-      if (present == 16 && depth - d >= kStep) {
-        auto next_row = read.LinesFrom(first, d, step, AllLanes{});
-        TransposedGroups<kType>([&](int) { return next_row(); }, groups, row_sums);
-      } else {
-        TransposedGroups<kType>(
-            [&](int i) {
-              return i < present ? read(first + i, d, step, in_depth) : _mm512_setzero_si512();
-            },
-            groups, row_sums);
-      }
-      const int step_groups = std::min(kStep, padded_depth - d) / kGroup;
-      for (int g = 0; g < step_groups; ++g) {
+    // The first `count` groups of the step at depth d to their places.
+    const auto store = [&](int d, const __m512i(&groups)[16], auto count) {
+      for (int g = 0; g < count; ++g) {
         const std::ptrdiff_t group = d / kGroup + g;
         if (panel_width == 8) {
           StoreToEightRowPanelPair(groups[g], panel + group * 8 * kGroup, panel_size,
@@ -302,6 +285,27 @@ void PackRowsRequantizing(const std::uint8_t* rows, std::ptrdiff_t stride,
                               groups[g]);
         }
       }
+    };
+    for (int d = 0; d < padded_depth; d += kStep) {
+      const __mmask64 in_depth =
+          depth - d >= kStep ? ~__mmask64{0} : (__mmask64{1} << (depth - d)) - 1;
+      const SequenceStep step(d, depth);
+      __m512i groups[16];
+      // 16 lines and a whole step: plain loads, the lines' addresses stepped (LinesFrom), and a
+      // constant count of groups to store, so that they stay in registers. Reading each line by
+      // its index under masks, packing a 256 x 256 rhs for the AMX kernel took 1.2 times as long.
+      if (present == 16 && depth - d >= kStep) {
+        auto next_row = read.LinesFrom(first, d, step, AllLanes{});
+        TransposedGroups<kType>([&](int) { return next_row(); }, groups, row_sums);
+        store(d, groups, std::integral_constant<int, kStep / kGroup>());
+        continue;
+      }
+      TransposedGroups<kType>(
+          [&](int i) {
+            return i < present ? read(first + i, d, step, in_depth) : _mm512_setzero_si512();
+          },
+          groups, row_sums);
+      store(d, groups, std::min(kStep, padded_depth - d) / kGroup);
     }
     AddRowSums(row_sums, sums + first, static_cast<__mmask16>((1u << present) - 1));
   }
