@@ -82,12 +82,25 @@ inline void RunAndReportGops(benchmark::State& state, const Shape& shape,
                            static_cast<double>(state.iterations()) / seconds / 1e9;
 }
 
+// Every registered case by name, with what sets it up: the paired rounds (bench/paired_rounds.h)
+// run them outside Google Benchmark.
+struct RegisteredCase {
+  std::string name;
+  Case c;
+  std::function<std::function<void()>(const Case&)> setup;
+};
+inline std::vector<RegisteredCase>& RegisteredCases() {
+  static std::vector<RegisteredCase> cases;
+  return cases;
+}
+
 // Registers one benchmark per case (by default, Cases()); `setup(case)` prepares operands and
 // returns the call to time.
 inline void RegisterCases(const std::string& library, const std::string& setting,
                           const std::function<std::function<void()>(const Case&)>& setup,
                           const std::vector<Case>& cases = Cases()) {
   for (const Case& c : cases) {
+    RegisteredCases().push_back({CaseName(library, setting, c), c, setup});
     benchmark::RegisterBenchmark(CaseName(library, setting, c).c_str(),
                                  [c, setup](benchmark::State& state) {
                                    const std::function<void()> gemm = setup(c);

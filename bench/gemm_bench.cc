@@ -2,11 +2,13 @@
 // cases: lowbit/<kernel>/<M>x<N>x<K>/threads:<t> with the uint8 -> uint8
 // QuantizeDownInt32ByFixedPoint + saturating cast pipeline; and lowbit's narrow settings
 // (lowbit/<kernel>_<setting>/...), requantizing inside the timed call. The run ends with a
-// summary of the medians side by side, with ratios (bench/summary_reporter.h).
+// summary of the medians side by side, with ratios (bench/summary_reporter.h). With
+// --pairs=REGEX[,REGEX...] the cases selected run in paired rounds instead (bench/paired_rounds.h).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,6 +17,7 @@
 
 #include "bench/bench_common.h"
 #include "bench/lowbit_cases.h"
+#include "bench/paired_rounds.h"
 #include "bench/summary_reporter.h"
 #include "lowbit/lowbit.h"
 
@@ -131,6 +134,16 @@ void RegisterLowbit() {
 int main(int argc, char** argv) {
   lowbit_bench::RegisterLowbit();
   for (auto register_cases : lowbit_bench::Registrations()) register_cases();
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]).rfind("--pairs=", 0) != 0) continue;
+    lowbit_bench::PairedRoundsOptions options;
+    std::string error;
+    if (!lowbit_bench::ParsePairedRoundsOptions(argc, argv, &options, &error)) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return 1;
+    }
+    return lowbit_bench::RunPairedRounds(options);
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   const lowbit::Kernel best = lowbit::Context().ResolvedKernel();
