@@ -101,8 +101,8 @@ __attribute__((always_inline)) inline void StoreSums(std::int32_t* out, int out_
 // the streaming hint (TILELOADDT1): a column call reads each lhs panel once, while the rhs panel
 // serves every panel of the column. From 1024 deep on, an lhs and an rhs panel (32 KiB each) no
 // longer fit L1 together, and through plain loads the lhs stream pushed the rhs panel out: the
-// column calls alone ran 1.36 times as fast with the hint at 512 rows by 1024 deep, and the GEMM
-// 1.18 times at 1024^3 and 2048^3 (1.10 on two threads), level at 64^3 to 512^3.
+// column calls alone ran 1.31 to 1.34 times as fast with the hint at 512 rows by 1024 deep, and
+// the GEMM 1.18 times at 1024^3 and 2048^3 (1.10 on two threads), level at 64^3 to 512^3.
 template <bool kBottom>
 __attribute__((always_inline)) inline void LoadOperands(const std::uint8_t* lhs, int lhs_stride,
                                                         const std::uint8_t* rhs) {
