@@ -647,6 +647,35 @@ TEST_P(DeclaredRangeTest, FourBitWeightsForShortAndTallLhs) {
   }
 }
 
+// Puts a value just outside [min, max] at (d, c) of `rhs` and (c, d) of `tall` (the same values as
+// a tall lhs), expects run_rhs (the GEMM of `rhs`) to name it as the rhs's and run_tall (that of
+// `tall`) as the lhs's, each leaving its result (result_data, tall_data: the same vector, or two)
+// at kSentinel, and puts the values back.
+constexpr std::int32_t kSentinel = 0x5a5a5a5a;
+template <typename Scalar, typename RunRhs, typename RunTall>
+void ExpectValueOutsideNamed(OwnedMatrix<Scalar>* rhs, OwnedMatrix<Scalar>* tall, int d, int c,
+                             int min, int max, std::vector<std::int32_t>* result_data,
+                             std::vector<std::int32_t>* tall_data, const RunRhs& run_rhs,
+                             const RunTall& run_tall) {
+  Scalar& entry = rhs->map(d, c);
+  const Scalar kept = entry;
+  const int outside = (d + c) % 2 == 0 || min == 0 ? max + 1 : min - 1;
+  entry = static_cast<Scalar>(outside);
+  tall->map(c, d) = entry;
+  std::fill(result_data->begin(), result_data->end(), kSentinel);
+  ExpectError(run_rhs, "rhs",
+              "holds " + std::to_string(outside) + " at (" + std::to_string(d) + ", " +
+                  std::to_string(c) + ")");
+  for (std::int32_t written : *result_data) ASSERT_EQ(written, kSentinel);
+  std::fill(tall_data->begin(), tall_data->end(), kSentinel);
+  ExpectError(run_tall, "lhs",
+              "holds " + std::to_string(outside) + " at (" + std::to_string(c) + ", " +
+                  std::to_string(d) + ")");
+  for (std::int32_t written : *tall_data) ASSERT_EQ(written, kSentinel);
+  entry = kept;
+  tall->map(c, d) = kept;
+}
+
 // A short lhs's declared rhs is checked as the direct product reads it (one block, written only
 // if the check passes): every value at the edges of the range is accepted and exact, and one
 // outside it anywhere (first and last columns, the last column group's tail, the last depth
@@ -655,7 +684,6 @@ TEST_P(DeclaredRangeTest, FourBitWeightsForShortAndTallLhs) {
 // result with more rows than columns) checks the lhs this way.
 template <typename RhsScalar>
 void CheckShortLhsRanges(Context* context) {
-  constexpr std::int32_t kSentinel = 0x5a5a5a5a;
   std::mt19937 random(17);
   for (int bits : {2, 7}) {
     const int min = std::is_signed<RhsScalar>::value ? -(1 << (bits - 1)) : 0;
@@ -712,29 +740,13 @@ void CheckShortLhsRanges(Context* context) {
                                      {depth / 2, cols / 2},
                                      {depth - 1, cols - cols % 4}}) {
             if (c >= cols) continue;
-            RhsScalar& entry = rhs.storage[c * rhs.map.stride() + d];
-            const RhsScalar kept = entry;
-            const int outside = (d + c) % 2 == 0 || min == 0 ? max + 1 : min - 1;
-            entry = static_cast<RhsScalar>(outside);
-            tall.map(c, d) = entry;
-            std::fill(result_data.begin(), result_data.end(), kSentinel);
-            ExpectError(
+            ExpectValueOutsideNamed(
+                &rhs, &tall, d, c, min, max, &result_data, &result_data,
                 [&] { Gemm(context, lhs.const_map(), rhs.const_map(), &result, -3, 17, params); },
-                "rhs",
-                "holds " + std::to_string(outside) + " at (" + std::to_string(d) + ", " +
-                    std::to_string(c) + ")");
-            for (std::int32_t written : result_data) ASSERT_EQ(written, kSentinel);
-            ExpectError(
                 [&] {
                   Gemm(context, tall.const_map(), short_rhs.const_map(), &tall_result, 17, -3,
                        tall_params);
-                },
-                "lhs",
-                "holds " + std::to_string(outside) + " at (" + std::to_string(c) + ", " +
-                    std::to_string(d) + ")");
-            for (std::int32_t written : result_data) ASSERT_EQ(written, kSentinel);
-            entry = kept;
-            tall.map(c, d) = kept;
+                });
           }
         }
       }
@@ -747,6 +759,65 @@ TEST_P(DeclaredRangeTest, ShortLhsRhsCheckedAsTheProductReadsIt) {
   Configure(&context, GetParam());
   CheckShortLhsRanges<std::uint8_t>(&context);
   CheckShortLhsRanges<std::int8_t>(&context);
+}
+
+// An rhs that the GEMM packs whole before it writes a block (several row parts: threads, or tiny
+// blocks) is checked as it is packed: a value outside the range in the first or last column, in
+// a last partial panel or mid-matrix is reported with its position and the result left
+// untouched; the transposed case (a column-major result with more rows than columns) checks its
+// lhs so. Data at the edges of the range is accepted and exact.
+template <typename Scalar>
+void CheckRangesOfOperandsPackedUpFront(Context* context) {
+  std::mt19937 random(29);
+  const int rows = 96, depth = 200, cols = 100;
+  constexpr int kShortCols = 40;  // the transposed case's result columns: several row parts
+  for (int bits : {2, 5}) {
+    const int min = std::is_signed<Scalar>::value ? -(1 << (bits - 1)) : 0;
+    const int max = std::is_signed<Scalar>::value ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
+    OwnedMatrix<std::uint8_t> lhs(rows, depth, Order::kRowMajor, 0, &random);
+    OwnedMatrix<Scalar> rhs(depth, cols, Order::kColMajor, 0, &random);
+    FillDeclared(&rhs, bits, &random);
+    // The same values as a tall lhs (cols rows) against a short rhs, to a column-major result.
+    OwnedMatrix<Scalar> tall(cols, depth, Order::kRowMajor, 0, &random);
+    for (int i = 0; i < cols; ++i) {
+      for (int k = 0; k < depth; ++k) tall.map(i, k) = rhs.map(k, i);
+    }
+    OwnedMatrix<std::uint8_t> short_rhs(depth, kShortCols, Order::kColMajor, 0, &random);
+    const BitDepthParams params{8, bits, BitDepthRounding::kAuto, 0, BitDepthMode::kDeclaredRange};
+    const BitDepthParams tall_params{bits, 8, BitDepthRounding::kAuto, 0,
+                                     BitDepthMode::kDeclaredRange};
+    std::vector<std::int32_t> result_data(rows * cols, kSentinel);
+    MatrixMap<std::int32_t> result(result_data.data(), rows, cols, Order::kRowMajor);
+    std::vector<std::int32_t> tall_data(cols * kShortCols, kSentinel);
+    MatrixMap<std::int32_t> tall_result(tall_data.data(), cols, kShortCols, Order::kColMajor);
+    const auto exact = ReferenceAccumulators(lhs.const_map(), rhs.const_map(), -3, 17);
+    Gemm(context, lhs.const_map(), rhs.const_map(), &result, -3, 17, params);
+    for (int i = 0; i < rows * cols; ++i) ASSERT_EQ(result_data[i], exact[i]) << bits << " bits";
+    const auto tall_exact = ReferenceAccumulators(tall.const_map(), short_rhs.const_map(), 17, -3);
+    Gemm(context, tall.const_map(), short_rhs.const_map(), &tall_result, 17, -3, tall_params);
+    for (int i = 0; i < cols; ++i) {
+      for (int j = 0; j < kShortCols; ++j) {
+        ASSERT_EQ(tall_result(i, j), tall_exact[i * kShortCols + j]);
+      }
+    }
+    for (const auto& [d, c] :
+         {std::pair<int, int>{0, 0}, {depth - 1, cols - 1}, {depth / 2, cols / 2}, {7, cols - 3}}) {
+      ExpectValueOutsideNamed(
+          &rhs, &tall, d, c, min, max, &result_data, &tall_data,
+          [&] { Gemm(context, lhs.const_map(), rhs.const_map(), &result, -3, 17, params); },
+          [&] {
+            Gemm(context, tall.const_map(), short_rhs.const_map(), &tall_result, 17, -3,
+                 tall_params);
+          });
+    }
+  }
+}
+
+TEST_P(DeclaredRangeTest, OperandsPackedBeforeAnyOutputCheckedAsTheyArePacked) {
+  Context context;
+  Configure(&context, GetParam());
+  CheckRangesOfOperandsPackedUpFront<std::uint8_t>(&context);
+  CheckRangesOfOperandsPackedUpFront<std::int8_t>(&context);
 }
 
 // Where the bit-serial kernel and the other are a close call (GetTimedAlternativeImplementation),

@@ -167,6 +167,21 @@ RangeBits RangeBitsOf(const DeclaredRange& range) {
           static_cast<std::uint8_t>(~limits.max_allowed + limits.min_allowed)};
 }
 
+void OrBitsOfLines(const MatrixView& lines, int first, int count, RangeBits* range) {
+  // Runs of contiguous bytes: each line, or across the lines at each of their positions.
+  const bool row_major = lines.order == Order::kRowMajor;
+  const int runs = row_major ? count : lines.cols;
+  const int length = row_major ? lines.cols : count;
+  if (runs == 0 || length == 0) return;
+  const auto* values = static_cast<const std::uint8_t*>(lines.data);
+  for (int run = 0; run < runs; ++run) {
+    const std::uint8_t* start =
+        row_major ? values + static_cast<std::ptrdiff_t>(first + run) * lines.stride
+                  : values + first + static_cast<std::ptrdiff_t>(run) * lines.stride;
+    range->bits |= BitsOfBiased(start, length, range->bias);
+  }
+}
+
 void CheckDeclaredRange(const DeclaredRange& range) {
   const MatrixView& view = range.view;
   const bool row_major = view.order == Order::kRowMajor;

@@ -96,6 +96,11 @@ void CheckDeclaredRange(const DeclaredRange& range);
 // The range's bias and bits above it, with nothing scanned yet.
 RangeBits RangeBitsOf(const DeclaredRange& range);
 
+// ORs into range->bits the bits of lines [first, first + count) of `lines` (its rows, stored in
+// either order), each value plus range->bias: the scan of CheckDeclaredRange, for the lines of
+// an operand that a packer has just read.
+void OrBitsOfLines(const MatrixView& lines, int first, int count, RangeBits* range);
+
 // The checks a GEMM makes of its BitDepthParams (null for an ordinary GEMM), after
 // ValidateGemmArguments: each field, and a prepacked rhs packed with matching params (or, for an
 // ordinary GEMM, without any). The declared ranges of the operands' values are checked here
