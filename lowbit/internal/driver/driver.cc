@@ -860,15 +860,17 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   if (check_rhs_in_product) task.rhs_range = &rhs_range_bits;
   if (check_rhs_as_packed) task.rhs_range_packed = &rhs_range_packed;
   // After the rhs is packed and before anything is written: CheckDeclaredRange names the value
-  // that packing found outside the range, and throws.
+  // that packing found outside the range, and throws. (A lambda may not name a structured
+  // binding in C++17.)
+  const DeclaredRange* const packed_range = check_rhs_as_packed ? rhs_range : nullptr;
   const auto check_packed_rhs = [&] {
-    if (!check_rhs_as_packed) return;
+    if (packed_range == nullptr) return;
     const RangeBits found{rhs_range_packed.bias, rhs_range_packed.above,
                           task.rhs_range_bits_packed.load(std::memory_order_relaxed)};
     if (found.InRange()) return;
-    CheckDeclaredRange(*rhs_range);
+    CheckDeclaredRange(*packed_range);
     throw std::logic_error("lowbit internal error: packing found a value outside " +
-                           std::string(rhs_range->name) +
+                           std::string(packed_range->name) +
                            "'s declared range that CheckDeclaredRange did not");
   };
   for (int chunk_start = 0; chunk_start < cols; chunk_start += blocking.rhs_cols) {
