@@ -45,6 +45,18 @@ inline std::string CaseName(const std::string& library, const std::string& setti
          "/threads:" + std::to_string(c.threads);
 }
 
+// CaseName's parts back: the library, the setting and the case (<M>x<N>x<K>/threads:<t>), or
+// false for a name without them.
+inline bool SplitCaseName(const std::string& name, std::string* library, std::string* setting,
+                          std::string* shape) {
+  const std::size_t first = name.find('/');
+  const std::size_t second = first == std::string::npos ? first : name.find('/', first + 1);
+  if (second == std::string::npos) return false;
+  *library = name.substr(0, first);
+  *setting = name.substr(first + 1, second - first - 1);
+  *shape = name.substr(second + 1);
+  return true;
+}
 template <typename Scalar>
 std::vector<Scalar> RandomValues(std::size_t count, int min, int max, std::uint32_t seed) {
   std::mt19937 random(seed);

@@ -80,11 +80,10 @@ inline bool ParsePairedRoundsOptions(int argc, char** argv, PairedRoundsOptions*
 
 namespace paired_rounds_detail {
 
-// The case's <M>x<N>x<K>/threads:<t>, after its library and setting.
+// The case's <M>x<N>x<K>/threads:<t>, after its library and setting (the whole name without them).
 inline std::string ShapeOf(const std::string& name) {
-  const std::size_t first = name.find('/');
-  const std::size_t second = first == std::string::npos ? first : name.find('/', first + 1);
-  return second == std::string::npos ? name : name.substr(second + 1);
+  std::string library, setting, shape;
+  return SplitCaseName(name, &library, &setting, &shape) ? shape : name;
 }
 
 // The value at fraction `at` of the sorted `values`.

@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "bench/bench_common.h"
+
 namespace lowbit_bench {
 
 class SummaryReporter : public benchmark::BenchmarkReporter {
@@ -77,19 +79,6 @@ class SummaryReporter : public benchmark::BenchmarkReporter {
     return values[values.size() / 2];
   }
 
-  // Names are <library>/<setting>/<M>x<N>x<K>/threads:<t>: splits off the setting's library and
-  // setting, and the case.
-  static bool Split(const std::string& name, std::string* library, std::string* setting,
-                    std::string* shape) {
-    const std::size_t first = name.find('/');
-    const std::size_t second = first == std::string::npos ? first : name.find('/', first + 1);
-    if (second == std::string::npos) return false;
-    *library = name.substr(0, first);
-    *setting = name.substr(first + 1, second - first - 1);
-    *shape = name.substr(second + 1);
-    return true;
-  }
-
   // <M>x<N>x<K>/threads:<t> in the order of the suite: by threads, then by work, then by M.
   static std::tuple<int, double, int> ShapeOrder(const std::string& shape) {
     int rows = 0, cols = 0, depth = 0, threads = 0;
@@ -104,7 +93,7 @@ class SummaryReporter : public benchmark::BenchmarkReporter {
     };
     for (const auto& entry : samples_) {
       std::string library, setting, shape;
-      if (!Split(entry.first, &library, &setting, &shape)) continue;
+      if (!SplitCaseName(entry.first, &library, &setting, &shape)) continue;
       if (library == "lowbit" && setting == kernel_) add(shapes, shape);
       if (library != "lowbit" && library != "ceiling") add(peers, library + "/" + setting);
       if (library == "lowbit" && setting.rfind(kernel_ + "_", 0) == 0 &&

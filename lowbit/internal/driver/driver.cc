@@ -604,6 +604,16 @@ int CancellingShift(PackedType type, const MatrixView& view, const Offsets& offs
   return static_cast<int>(shift);
 }
 
+// Where a check that rode on the product or on packing found a value outside `range`:
+// CheckDeclaredRange names it and throws. `who` names the check for an internal error if it
+// does not.
+[[noreturn]] void ThrowOutsideDeclaredRange(const DeclaredRange& range, const char* who) {
+  CheckDeclaredRange(range);
+  throw std::logic_error("lowbit internal error: " + std::string(who) + " found a value outside " +
+                         std::string(range.name) +
+                         "'s declared range that CheckDeclaredRange did not");
+}
+
 }  // namespace
 
 std::uint32_t KernelChoiceVariant(int lhs_bits, int rhs_bits, bool requantized) {
@@ -778,13 +788,13 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
       rhs_range != nullptr && direct && threads == 1 && cols <= blocking.rhs_cols &&
       sizeof(std::int32_t) * blocking.rows * RoundUp(cols, format.rhs_cols) <=
           static_cast<std::size_t>(state.caches.l2_bytes);
-  // An rhs packed whole before any block is written (more than one row part, so not streamed;
-  // one chunk) is checked as it is packed instead, a panel at a time just after packing it: the
-  // pass of its own read a 1024^3 GEMM's rhs from L3. On AMX, declared 2 x 2 bits at 1024^3 ran
-  // at 0.93 to 0.96 of the 8-bit GEMM this way, 0.90 to 0.94 with both passes.
-  const bool check_rhs_as_packed = rhs_range != nullptr && !check_rhs_in_product && !direct &&
-                                   !stream_rhs && packed_rhs == nullptr &&
-                                   cols <= blocking.rhs_cols;
+  // An rhs packed whole before any block is written (more than one row part, so not streamed,
+  // which also leaves out the direct product; one chunk) is checked as it is packed instead, a
+  // panel at a time just after packing it: the pass of its own read a 1024^3 GEMM's rhs from L3.
+  // On AMX, declared 2 x 2 bits at 1024^3 ran at 0.93 to 0.96 of the 8-bit GEMM this way, 0.90
+  // to 0.94 with both passes.
+  const bool check_rhs_as_packed =
+      rhs_range != nullptr && !stream_rhs && packed_rhs == nullptr && cols <= blocking.rhs_cols;
   if (lhs_range != nullptr) CheckDeclaredRange(*lhs_range);
   if (rhs_range != nullptr && !check_rhs_in_product && !check_rhs_as_packed) {
     CheckDeclaredRange(*rhs_range);
@@ -859,20 +869,6 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   task.context_state = &state;
   if (check_rhs_in_product) task.rhs_range = &rhs_range_bits;
   if (check_rhs_as_packed) task.rhs_range_packed = &rhs_range_packed;
-  // After the rhs is packed and before anything is written: CheckDeclaredRange names the value
-  // that packing found outside the range, and throws. (A lambda may not name a structured
-  // binding in C++17.)
-  const DeclaredRange* const packed_range = check_rhs_as_packed ? rhs_range : nullptr;
-  const auto check_packed_rhs = [&] {
-    if (packed_range == nullptr) return;
-    const RangeBits found{rhs_range_packed.bias, rhs_range_packed.above,
-                          task.rhs_range_bits_packed.load(std::memory_order_relaxed)};
-    if (found.InRange()) return;
-    CheckDeclaredRange(*packed_range);
-    throw std::logic_error("lowbit internal error: packing found a value outside " +
-                           std::string(packed_range->name) +
-                           "'s declared range that CheckDeclaredRange did not");
-  };
   for (int chunk_start = 0; chunk_start < cols; chunk_start += blocking.rhs_cols) {
     task.chunk_start = chunk_start;
     task.chunk_cols = std::min(blocking.rhs_cols, cols - chunk_start);
@@ -895,23 +891,26 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
     }
     // Published to the workers by Parallelize: no fence of its own (a seq_cst store is an xchg).
     task.next_task.store(0, std::memory_order_relaxed);
-    if (pool == nullptr || task.workers == 1) {
-      task.workers = 1;
-      if (pack_rhs) task.PackRhsPart(0);
-      check_packed_rhs();
+    const bool one_worker = pool == nullptr || task.workers == 1;
+    if (one_worker) task.workers = 1;
+    if (pack_rhs && one_worker) task.PackRhsPart(0);
+    if (pack_rhs && !one_worker) task.Parallelize<&GemmTask::PackRhsPart>(pool);
+    // The rhs is packed and nothing is written yet.
+    if (check_rhs_as_packed &&
+        !RangeBits{rhs_range_packed.bias, rhs_range_packed.above,
+                   task.rhs_range_bits_packed.load(std::memory_order_relaxed)}
+             .InRange()) {
+      ThrowOutsideDeclaredRange(*rhs_range, "packing");
+    }
+    if (one_worker) {
       task.RunWorker(0);
     } else {
-      if (pack_rhs) task.Parallelize<&GemmTask::PackRhsPart>(pool);
-      check_packed_rhs();
       task.Parallelize<&GemmTask::RunWorker>(pool);
     }
   }
+  // The product saw a value outside the range and wrote nothing.
   if (check_rhs_in_product && !rhs_range_bits.InRange()) {
-    // The product saw a value outside the range and wrote nothing: this names it and throws.
-    CheckDeclaredRange(*rhs_range);
-    throw std::logic_error("lowbit internal error: the direct product found a value outside " +
-                           std::string(rhs_range->name) +
-                           "'s declared range that CheckDeclaredRange did not");
+    ThrowOutsideDeclaredRange(*rhs_range, "the direct product");
   }
   if (!timed) return;
   const std::int64_t nanoseconds =
