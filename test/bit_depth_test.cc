@@ -761,11 +761,13 @@ TEST_P(DeclaredRangeTest, ShortLhsRhsCheckedAsTheProductReadsIt) {
   CheckShortLhsRanges<std::int8_t>(&context);
 }
 
-// An rhs that the GEMM packs whole before it writes a block (several row parts: threads, or tiny
-// blocks) is checked as it is packed: a value outside the range in the first or last column, in
-// a last partial panel or mid-matrix is reported with its position and the result left
-// untouched; the transposed case (a column-major result with more rows than columns) checks its
-// lhs so. Data at the edges of the range is accepted and exact.
+// Operands that the GEMM packs whole before it writes a block are checked as they are packed: an
+// rhs (several row parts, from threads or tiny blocks; or a single row part, whose declared rhs is
+// packed whole rather than block by block) and the lhs of a single row part on one thread. A
+// value outside the range in the first or last column, in a last partial panel or mid-matrix is
+// reported with its position and the result left untouched, for the rhs, for the transposed case
+// (a column-major result with more rows than columns, whose lhs the GEMM sees as its rhs) and for
+// the same lhs to a row-major result. Data at the edges of the range is accepted and exact.
 template <typename Scalar>
 void CheckRangesOfOperandsPackedUpFront(Context* context) {
   std::mt19937 random(29);
@@ -790,25 +792,36 @@ void CheckRangesOfOperandsPackedUpFront(Context* context) {
     MatrixMap<std::int32_t> result(result_data.data(), rows, cols, Order::kRowMajor);
     std::vector<std::int32_t> tall_data(cols * kShortCols, kSentinel);
     MatrixMap<std::int32_t> tall_result(tall_data.data(), cols, kShortCols, Order::kColMajor);
+    // And to a row-major result, where the tall lhs is the GEMM's own lhs: on one thread a single
+    // row part, packed whole before the first block.
+    std::vector<std::int32_t> tall_row_data(cols * kShortCols, kSentinel);
+    MatrixMap<std::int32_t> tall_row_result(tall_row_data.data(), cols, kShortCols,
+                                            Order::kRowMajor);
     const auto exact = ReferenceAccumulators(lhs.const_map(), rhs.const_map(), -3, 17);
     Gemm(context, lhs.const_map(), rhs.const_map(), &result, -3, 17, params);
     for (int i = 0; i < rows * cols; ++i) ASSERT_EQ(result_data[i], exact[i]) << bits << " bits";
     const auto tall_exact = ReferenceAccumulators(tall.const_map(), short_rhs.const_map(), 17, -3);
     Gemm(context, tall.const_map(), short_rhs.const_map(), &tall_result, 17, -3, tall_params);
+    Gemm(context, tall.const_map(), short_rhs.const_map(), &tall_row_result, 17, -3, tall_params);
     for (int i = 0; i < cols; ++i) {
       for (int j = 0; j < kShortCols; ++j) {
         ASSERT_EQ(tall_result(i, j), tall_exact[i * kShortCols + j]);
+        ASSERT_EQ(tall_row_result(i, j), tall_exact[i * kShortCols + j]);
       }
     }
+    const auto run_rhs = [&] {
+      Gemm(context, lhs.const_map(), rhs.const_map(), &result, -3, 17, params);
+    };
     for (const auto& [d, c] :
          {std::pair<int, int>{0, 0}, {depth - 1, cols - 1}, {depth / 2, cols / 2}, {7, cols - 3}}) {
-      ExpectValueOutsideNamed(
-          &rhs, &tall, d, c, min, max, &result_data, &tall_data,
-          [&] { Gemm(context, lhs.const_map(), rhs.const_map(), &result, -3, 17, params); },
-          [&] {
-            Gemm(context, tall.const_map(), short_rhs.const_map(), &tall_result, 17, -3,
-                 tall_params);
-          });
+      ExpectValueOutsideNamed(&rhs, &tall, d, c, min, max, &result_data, &tall_data, run_rhs, [&] {
+        Gemm(context, tall.const_map(), short_rhs.const_map(), &tall_result, 17, -3, tall_params);
+      });
+      ExpectValueOutsideNamed(&rhs, &tall, d, c, min, max, &result_data, &tall_row_data, run_rhs,
+                              [&] {
+                                Gemm(context, tall.const_map(), short_rhs.const_map(),
+                                     &tall_row_result, 17, -3, tall_params);
+                              });
     }
   }
 }

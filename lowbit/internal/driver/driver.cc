@@ -198,6 +198,10 @@ struct GemmTask {
   // anything is written.
   const RangeBits* rhs_range_packed = nullptr;
   mutable std::atomic<std::uint8_t> rhs_range_bits_packed{0};
+  // The same for the lhs, which RunTask checks as it packs it, panel by panel, before its first
+  // block; a single worker's single task (RunGemm).
+  const RangeBits* lhs_range_packed = nullptr;
+  mutable std::atomic<std::uint8_t> lhs_range_bits_packed{0};
 
   std::size_t LhsPanelBytes() const {
     return PackedBytes(kernel.format.lhs_type,
@@ -470,6 +474,23 @@ struct GemmTask {
     }
   }
 
+  // Packs lhs rows [row_start, row_start + rows) of a declared range a panel at a time, each
+  // checked just after packing it, while it is in L1; false, with the bits found in
+  // lhs_range_bits_packed, if a value lies outside the range.
+  bool PackLhsChecking(const WorkerScratch& scratch, int row_start, int rows) const {
+    const OperandPacking packing = LhsPacking();
+    RangeBits found = *lhs_range_packed;
+    for (int first = 0; first < rows; first += packing.width) {
+      const int count = std::min(packing.width, rows - first);
+      PackLines(packing, lhs, nullptr, false, row_start + first, count,
+                scratch.packed_lhs + first / packing.width * packing.panel_bytes,
+                scratch.row_sums + first, scratch);
+      OrBitsOfLines(lhs, row_start + first, count, &found);
+    }
+    lhs_range_bits_packed.fetch_or(found.bits, std::memory_order_relaxed);
+    return found.InRange();
+  }
+
   // Row panels [first_panel, end_panel) (register tiles) against column part col_part of the
   // chunk.
   void RunTask(const WorkerScratch& scratch, int first_panel, int end_panel, int col_part) const {
@@ -494,10 +515,14 @@ struct GemmTask {
       }
     } else {
       std::memset(scratch.row_sums, 0, sizeof(std::int32_t) * rows);
-      // The lhs terms are shared by the tasks on the same rows: set up front when several run
-      // side by side (RunGemm), so that no two workers write them.
-      PackLines(LhsPacking(), lhs, lhs_requantization, rescale != nullptr && !lhs_terms_set,
-                row_start, rows, scratch.packed_lhs, scratch.row_sums, scratch);
+      if (lhs_range_packed != nullptr) {
+        if (!PackLhsChecking(scratch, row_start, rows)) return;
+      } else {
+        // The lhs terms are shared by the tasks on the same rows: set up front when several run
+        // side by side (RunGemm), so that no two workers write them.
+        PackLines(LhsPacking(), lhs, lhs_requantization, rescale != nullptr && !lhs_terms_set,
+                  row_start, rows, scratch.packed_lhs, scratch.row_sums, scratch);
+      }
     }
     MakeRowTerms(shared.lhs_offsets + row_start, lhs.cols, rows, scratch.row_sums);
     if (separable_terms) {
@@ -700,8 +725,8 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   // parts (GemmTask::NextTask), the size of the first, largest ones.
   int row_tasks = (row_panels * format.lhs_rows + blocking.rows - 1) / blocking.rows;
   row_tasks = std::min(row_panels, (row_tasks + threads - 1) / threads * threads);
-  // With a single row part, no two tasks share rhs columns: each packs its own, in cache.
-  const bool stream_rhs = row_tasks == 1 && packed_rhs == nullptr;
+  // With a single row part, no two tasks share rhs columns: each can pack its own, in cache.
+  const bool single_row_part = row_tasks == 1 && packed_rhs == nullptr;
   const bool separable_terms =
       output_writer != nullptr && !lhs_offset.is_per_channel() && !rhs_offset.is_per_channel();
   // The parts of `narrow` for the task's lhs (the result's lhs, or its rhs when transposed) and
@@ -774,9 +799,9 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   // the rhs where it lies. Packing it would cost several times the product (1 x 1024 x 1024:
   // packing took 70% of the time, the tile 19%). Declared-range operands too, whose values are
   // the bytes as they lie; requantized ones are requantized as they are packed.
-  const bool direct = kernel.direct_rhs != nullptr && stream_rhs && lhs_requantization == nullptr &&
-                      rhs_requantization == nullptr && rows <= kMaxDirectRhsRows &&
-                      rhs.order == Order::kColMajor;
+  const bool direct = kernel.direct_rhs != nullptr && single_row_part &&
+                      lhs_requantization == nullptr && rhs_requantization == nullptr &&
+                      rows <= kMaxDirectRhsRows && rhs.order == Order::kColMajor;
   // Declared ranges are checked before anything is written. The direct product checks its rhs
   // as it reads it, where one worker computes the whole result as one block before writing it
   // (whose accumulators take at most an L2, four times the usual block): a separate pass over a
@@ -788,18 +813,29 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
       rhs_range != nullptr && direct && threads == 1 && cols <= blocking.rhs_cols &&
       sizeof(std::int32_t) * blocking.rows * RoundUp(cols, format.rhs_cols) <=
           static_cast<std::size_t>(state.caches.l2_bytes);
-  // An rhs packed whole before any block is written (more than one row part, so not streamed,
-  // which also leaves out the direct product; one chunk) is checked as it is packed instead, a
-  // panel at a time just after packing it: the pass of its own read a 1024^3 GEMM's rhs from L3.
-  // On AMX, declared 2 x 2 bits at 1024^3 ran at 0.93 to 0.96 of the 8-bit GEMM this way, 0.90
-  // to 0.94 with both passes.
+  // With a single row part each block's rhs columns are packed just before its product (streamed),
+  // after the blocks before it are written; a declared rhs there is packed whole up front instead
+  // where it takes at most half an L2, so that it too is checked as it is packed.
+  const bool stream_rhs =
+      single_row_part && (rhs_range == nullptr || direct ||
+                          PackedBytes(format.rhs_type, static_cast<std::int64_t>(padded_depth) *
+                                                           RoundUp(cols, format.rhs_cols)) >
+                              static_cast<std::size_t>(state.caches.l2_bytes / 2));
+  // An rhs packed whole before any block is written (not streamed, which also leaves out the
+  // direct product; one chunk) is checked as it is packed instead, a panel at a time just after
+  // packing it: the pass of its own read a 1024^3 GEMM's rhs from L3. On AMX, declared 2 x 2 bits
+  // at 1024^3 ran at 0.93 to 0.96 of the 8-bit GEMM this way, 0.90 to 0.94 with both passes.
   const bool check_rhs_as_packed =
       rhs_range != nullptr && !stream_rhs && packed_rhs == nullptr && cols <= blocking.rhs_cols;
-  if (lhs_range != nullptr) CheckDeclaredRange(*lhs_range);
+  // So is the lhs of one worker's single row part, which it packs whole before its first block.
+  const bool check_lhs_as_packed =
+      lhs_range != nullptr && threads == 1 && row_tasks == 1 && !direct;
+  if (lhs_range != nullptr && !check_lhs_as_packed) CheckDeclaredRange(*lhs_range);
   if (rhs_range != nullptr && !check_rhs_in_product && !check_rhs_as_packed) {
     CheckDeclaredRange(*rhs_range);
   }
   const RangeBits rhs_range_packed = check_rhs_as_packed ? RangeBitsOf(*rhs_range) : RangeBits{};
+  const RangeBits lhs_range_packed = check_lhs_as_packed ? RangeBitsOf(*lhs_range) : RangeBits{};
   RangeBits rhs_range_bits{};
   if (check_rhs_in_product) {
     rhs_range_bits = RangeBitsOf(*rhs_range);
@@ -869,6 +905,7 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   task.context_state = &state;
   if (check_rhs_in_product) task.rhs_range = &rhs_range_bits;
   if (check_rhs_as_packed) task.rhs_range_packed = &rhs_range_packed;
+  if (check_lhs_as_packed) task.lhs_range_packed = &lhs_range_packed;
   for (int chunk_start = 0; chunk_start < cols; chunk_start += blocking.rhs_cols) {
     task.chunk_start = chunk_start;
     task.chunk_cols = std::min(blocking.rhs_cols, cols - chunk_start);
@@ -906,6 +943,13 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
       task.RunWorker(0);
     } else {
       task.Parallelize<&GemmTask::RunWorker>(pool);
+    }
+    // The lhs's packing saw a value outside the range and wrote nothing.
+    if (check_lhs_as_packed &&
+        !RangeBits{lhs_range_packed.bias, lhs_range_packed.above,
+                   task.lhs_range_bits_packed.load(std::memory_order_relaxed)}
+             .InRange()) {
+      ThrowOutsideDeclaredRange(*lhs_range, "packing");
     }
   }
   // The product saw a value outside the range and wrote nothing.

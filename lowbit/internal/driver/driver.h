@@ -238,7 +238,8 @@ struct NarrowOperands {
   const LineRequantization* lhs_requantization = nullptr;
   const LineRequantization* rhs_requantization = nullptr;
   // Declared ranges (bit_depth.h) of operands whose values RunGemm checks before it writes
-  // anything, as the direct product reads them where it can, else up front.
+  // anything, as the direct product reads them or as they are packed where it can, else up
+  // front; null for an operand of 8 bits, which any value fits.
   const DeclaredRange* lhs_range = nullptr;
   const DeclaredRange* rhs_range = nullptr;
 };
