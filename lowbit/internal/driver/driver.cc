@@ -893,6 +893,7 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
       task.separable = SeparableFactors::Exact(task_rescale, shared.lhs_offsets[0],
                                                shared.rhs_offsets[0], depth);
     } else {
+      if (rescale->fill_terms != nullptr) rescale->fill_terms(rescale->fill_closure);
       task.rescale = &task_rescale;
       task.result_rescale = rescale;
     }

@@ -185,6 +185,11 @@ struct Rescale {
   RescaleLineTerms lhs;
   RescaleLineTerms rhs;
   int divisor;
+  // Sets the terms that do not come from the requantized lines' sums, fill_terms(fill_closure):
+  // RunGemm calls it before it rescales through them, not where the rescale folds into offset
+  // terms (exact_factor) or into the packed values.
+  void (*fill_terms)(void* closure) = nullptr;
+  void* fill_closure = nullptr;
 };
 
 // Which operand an element belongs to: each has its own rounding sequence phases.
