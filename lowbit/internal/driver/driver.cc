@@ -199,7 +199,7 @@ struct GemmTask {
   const RangeBits* rhs_range_packed = nullptr;
   mutable std::atomic<std::uint8_t> rhs_range_bits_packed{0};
   // The same for the lhs, which RunTask checks as it packs it, panel by panel, before its first
-  // block; a single worker's single task (RunGemm).
+  // block; a single worker's single task, in the first chunk of columns (RunGemm).
   const RangeBits* lhs_range_packed = nullptr;
   mutable std::atomic<std::uint8_t> lhs_range_bits_packed{0};
 
@@ -639,6 +639,14 @@ int CancellingShift(PackedType type, const MatrixView& view, const Offsets& offs
                          "'s declared range that CheckDeclaredRange did not");
 }
 
+// The same for a scan of `scan`'s range whose bits the packing workers gathered in `found`.
+void ThrowIfPackingFoundOutside(const RangeBits& scan, const std::atomic<std::uint8_t>& found,
+                                const DeclaredRange& range) {
+  if (!RangeBits{scan.bias, scan.above, found.load(std::memory_order_relaxed)}.InRange()) {
+    ThrowOutsideDeclaredRange(range, "packing");
+  }
+}
+
 }  // namespace
 
 std::uint32_t KernelChoiceVariant(int lhs_bits, int rhs_bits, bool requantized) {
@@ -934,23 +942,19 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
     if (pack_rhs && one_worker) task.PackRhsPart(0);
     if (pack_rhs && !one_worker) task.Parallelize<&GemmTask::PackRhsPart>(pool);
     // The rhs is packed and nothing is written yet.
-    if (check_rhs_as_packed &&
-        !RangeBits{rhs_range_packed.bias, rhs_range_packed.above,
-                   task.rhs_range_bits_packed.load(std::memory_order_relaxed)}
-             .InRange()) {
-      ThrowOutsideDeclaredRange(*rhs_range, "packing");
+    if (check_rhs_as_packed) {
+      ThrowIfPackingFoundOutside(rhs_range_packed, task.rhs_range_bits_packed, *rhs_range);
     }
     if (one_worker) {
       task.RunWorker(0);
     } else {
       task.Parallelize<&GemmTask::RunWorker>(pool);
     }
-    // The lhs's packing saw a value outside the range and wrote nothing.
-    if (check_lhs_as_packed &&
-        !RangeBits{lhs_range_packed.bias, lhs_range_packed.above,
-                   task.lhs_range_bits_packed.load(std::memory_order_relaxed)}
-             .InRange()) {
-      ThrowOutsideDeclaredRange(*lhs_range, "packing");
+    // Unless the lhs's packing saw a value outside the range (and wrote nothing), every row has
+    // passed: the next chunks pack it unchecked.
+    if (check_lhs_as_packed) {
+      ThrowIfPackingFoundOutside(lhs_range_packed, task.lhs_range_bits_packed, *lhs_range);
+      task.lhs_range_packed = nullptr;
     }
   }
   // The product saw a value outside the range and wrote nothing.
