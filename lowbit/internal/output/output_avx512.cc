@@ -47,6 +47,32 @@ struct Avx512 {
                                eight(_mm512_extracti64x4_epi64(sums.v, 1), 8), 1)};
   }
 
+  // The results of the float forms' values t[j] (ByteScaleConstants, RescaledByteScaleConstants)
+  // into v: floor(t[j]), or exact(v[j], j) for every vector of the batch where a lane of any has
+  // t in the window (u = t + magic with none of the window's bits). The window tests are taken
+  // together: each vector's test is masked by the last ones' lanes outside the window, and one
+  // test of the mask of all lanes ends them, where a test of each vector's mask took one more
+  // instruction on the port the test shares (the 8-bit AMX GEMM at 256^3 ran 3 to 5% faster).
+  template <int kBatch, typename Exact>
+  __attribute__((always_inline)) static void FloorOutsideWindow(const __m512 (&t)[kBatch],
+                                                                __m512 magic, __m512i window,
+                                                                Raw (&v)[kBatch],
+                                                                const Exact& exact) {
+    __mmask16 outside = 0xFFFF;
+    for (int j = 0; j < kBatch; ++j) {
+      const __m512 u = _mm512_add_round_ps(t[j], magic, kNearest);
+      outside = _mm512_mask_test_epi32_mask(outside, _mm512_castps_si512(u), window);
+    }
+    if (__builtin_expect(!_kortestc_mask16_u8(outside, outside), 0)) {
+      for (int j = 0; j < kBatch; ++j) v[j] = exact(v[j], j);
+      return;
+    }
+    for (int j = 0; j < kBatch; ++j) {
+      v[j] = {_mm512_cvt_roundps_epi32(t[j], _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)};
+    }
+  }
+  static constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+
   // ByteScaleConstants' scale (output_line.h) on 16 lanes, each operation with its own rounding
   // to nearest, whatever the caller set in MXCSR.
   class ByteScale {
@@ -61,15 +87,21 @@ struct Avx512 {
           window_(_mm512_set1_epi32(constants.window)) {}
     bool usable() const { return usable_; }
 
-    Raw operator()(Raw x, const fixedpoint::QuantizeDownScale<Raw>& exact) const {
-      constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-      const __m512 t = _mm512_fmadd_round_ps(_mm512_cvt_roundepi32_ps(x.v, kNearest), multiplier_,
-                                             addend_, kNearest);
-      const __m512 u = _mm512_add_round_ps(t, magic_, kNearest);
-      if (__builtin_expect(_mm512_testn_epi32_mask(_mm512_castps_si512(u), window_) != 0, 0)) {
-        return exact(x);
+    // The scale of a batch of vectors, `exact` for all where a lane of any is in the window.
+    template <int kBatch>
+    __attribute__((always_inline)) void operator()(
+        Raw (&v)[kBatch], const fixedpoint::QuantizeDownScale<Raw>& exact) const {
+      __m512 t[kBatch];
+      for (int j = 0; j < kBatch; ++j) {
+        t[j] = _mm512_fmadd_round_ps(_mm512_cvt_roundepi32_ps(v[j].v, kNearest), multiplier_,
+                                     addend_, kNearest);
       }
-      return {_mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)};
+      FloorOutsideWindow(t, magic_, window_, v, [&](Raw x, int) { return exact(x); });
+    }
+    Raw operator()(Raw x, const fixedpoint::QuantizeDownScale<Raw>& exact) const {
+      Raw v[1] = {x};
+      (*this)(v, exact);
+      return v[0];
     }
 
    private:
@@ -97,36 +129,44 @@ struct Avx512 {
       addend_ = _mm512_set1_ps(addend);
     }
 
-    // The results of `sums`, whose along terms are the 16 floats at along_a and along_b; exact()
-    // where a lane is in the window.
-    template <typename Exact>
-    Raw operator()(Raw sums, const float* along_a, const float* along_b, const Exact& exact) const {
-      return Scaled(sums,
-                    _mm512_fmadd_round_ps(
-                        line_a_, _mm512_loadu_ps(along_a),
-                        _mm512_fmadd_round_ps(line_b_, _mm512_loadu_ps(along_b), addend_, kNearest),
-                        kNearest),
-                    exact);
+    // The results of a batch of vectors of sums in place, vector j's along terms the 16 floats
+    // from along_a and along_b + 16 j; exact(sums[j], j) for all where a lane of any is in the
+    // window.
+    template <int kBatch, typename Exact>
+    __attribute__((always_inline)) void operator()(Raw (&sums)[kBatch], const float* along_a,
+                                                   const float* along_b, const Exact& exact) const {
+      __m512 terms[kBatch];
+      for (int j = 0; j < kBatch; ++j) {
+        terms[j] = _mm512_fmadd_round_ps(
+            line_a_, _mm512_loadu_ps(along_a + j * kLanes),
+            _mm512_fmadd_round_ps(line_b_, _mm512_loadu_ps(along_b + j * kLanes), addend_,
+                                  kNearest),
+            kNearest);
+      }
+      Scaled(sums, terms, exact);
     }
     // The same where the line's one varying term is line_a's, along `along`.
-    template <typename Exact>
-    Raw operator()(Raw sums, const float* along, const Exact& exact) const {
-      return Scaled(sums, _mm512_fmadd_round_ps(line_a_, _mm512_loadu_ps(along), addend_, kNearest),
-                    exact);
+    template <int kBatch, typename Exact>
+    __attribute__((always_inline)) void operator()(Raw (&sums)[kBatch], const float* along,
+                                                   const Exact& exact) const {
+      __m512 terms[kBatch];
+      for (int j = 0; j < kBatch; ++j) {
+        terms[j] =
+            _mm512_fmadd_round_ps(line_a_, _mm512_loadu_ps(along + j * kLanes), addend_, kNearest);
+      }
+      Scaled(sums, terms, exact);
     }
 
    private:
-    static constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-
-    template <typename Exact>
-    Raw Scaled(Raw sums, __m512 terms, const Exact& exact) const {
-      const __m512 t = _mm512_fmadd_round_ps(_mm512_cvt_roundepi32_ps(sums.v, kNearest),
-                                             sum_factor_, terms, kNearest);
-      const __m512 u = _mm512_add_round_ps(t, magic_, kNearest);
-      if (__builtin_expect(_mm512_testn_epi32_mask(_mm512_castps_si512(u), window_) != 0, 0)) {
-        return exact();
+    template <int kBatch, typename Exact>
+    __attribute__((always_inline)) void Scaled(Raw (&sums)[kBatch], const __m512 (&terms)[kBatch],
+                                               const Exact& exact) const {
+      __m512 t[kBatch];
+      for (int j = 0; j < kBatch; ++j) {
+        t[j] = _mm512_fmadd_round_ps(_mm512_cvt_roundepi32_ps(sums[j].v, kNearest), sum_factor_,
+                                     terms[j], kNearest);
       }
-      return {_mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)};
+      FloorOutsideWindow(t, magic_, window_, sums, exact);
     }
 
     __m512 sum_factor_;

@@ -487,7 +487,7 @@ struct LineInstruction {
       if (kUniformScale || (first.along == nullptr && second.along == nullptr)) {
         if constexpr (!std::is_same_v<typename ByteScaleOf<Isa>::type, NoByteScale>) {
           if (byte_scale.usable()) {
-            for (int j = 0; j < kBatch; ++j) v[j] = byte_scale(v[j], scale);
+            byte_scale(v, scale);
             return;
           }
         }

@@ -674,20 +674,20 @@ class Writer {
                  entry += kBatch * Isa::kLanes, line_sums += kBatch * Isa::kLanes) {
               Raw vectors[kBatch];
               for (int j = 0; j < kBatch; ++j) {
-                const int first_entry = entry + j * Isa::kLanes;
-                const Raw owed_sums = terms.AddSeparableTo(Isa::Load(line_sums + j * Isa::kLanes),
-                                                           first_entry, Isa::kLanes);
-                const auto exact = [&] {
-                  const LineInstruction<Isa>& scale = known[0].value;
-                  return scale.byte_scale(rescale.ApplyOwed(owed_sums, first_entry, Isa::kLanes),
-                                          scale.scale);
-                };
-                if constexpr (decltype(one_term)::value) {
-                  vectors[j] = rescaled_byte_scale(owed_sums, one_along + first_entry, exact);
-                } else {
-                  vectors[j] = rescaled_byte_scale(owed_sums, rescale.along_a_float + first_entry,
-                                                   rescale.along_b_float + first_entry, exact);
-                }
+                vectors[j] = terms.AddSeparableTo(Isa::Load(line_sums + j * Isa::kLanes),
+                                                  entry + j * Isa::kLanes, Isa::kLanes);
+              }
+              const auto exact = [&](Raw owed_sums, int j) {
+                const LineInstruction<Isa>& scale = known[0].value;
+                return scale.byte_scale(
+                    rescale.ApplyOwed(owed_sums, entry + j * Isa::kLanes, Isa::kLanes),
+                    scale.scale);
+              };
+              if constexpr (decltype(one_term)::value) {
+                rescaled_byte_scale(vectors, one_along + entry, exact);
+              } else {
+                rescaled_byte_scale(vectors, rescale.along_a_float + entry,
+                                    rescale.along_b_float + entry, exact);
               }
               store_batch(vectors, out + entry * kSize);
             }
@@ -817,19 +817,18 @@ class Writer {
           const Raw line_part = fixedpoint::Dup<Raw>(line_parts[line]);
           Raw vectors[kBatch];
           for (int j = 0; j < kBatch; ++j) {
-            const int first_entry = entry + j * Isa::kLanes;
-            const Raw owed_sums = fixedpoint::Add(
+            vectors[j] = fixedpoint::Add(
                 fixedpoint::Add(Isa::Load(line_sums + j * Isa::kLanes), line_part), along[j]);
-            const auto exact = [&] {
-              return scale.byte_scale(
-                  LineAt(line).rescale.ApplyOwed(owed_sums, first_entry, Isa::kLanes), scale.scale);
-            };
-            if constexpr (decltype(one_term)::value) {
-              vectors[j] = rescaled_byte_scale(owed_sums, one_along + first_entry, exact);
-            } else {
-              vectors[j] = rescaled_byte_scale(owed_sums, along_a + first_entry,
-                                               along_b + first_entry, exact);
-            }
+          }
+          const auto exact = [&](Raw owed_sums, int j) {
+            return scale.byte_scale(
+                LineAt(line).rescale.ApplyOwed(owed_sums, entry + j * Isa::kLanes, Isa::kLanes),
+                scale.scale);
+          };
+          if constexpr (decltype(one_term)::value) {
+            rescaled_byte_scale(vectors, one_along + entry, exact);
+          } else {
+            rescaled_byte_scale(vectors, along_a + entry, along_b + entry, exact);
           }
           store_batch(vectors, out);
         }
