@@ -53,9 +53,10 @@ inline double PowerOfTwo(int exponent) {
 }
 
 // QuantizeDownInt32ByFixedPoint's scale where a clamp to a range within [-128, 255] follows it,
-// as in every 8-bit pipeline, in float: 5 vector instructions and a test per 16 AVX-512 results
-// where the exact 64-bit arithmetic takes 13, and 8 per AVX2 register where it takes 12. These
-// are its constants; the Isas' ByteScale run it.
+// as in every 8-bit pipeline, in float: 5 vector instructions per 16 AVX-512 results and a test
+// per batch of two vectors (FloorOutsideWindow, output_avx512.cc) where the exact 64-bit
+// arithmetic takes 13, and 8 and a test per AVX2 register where it takes 12. These are its
+// constants; the Isas' ByteScale run it.
 //
 // The exact result is floor(V - s 2^-e) (QuantizeDownScale, fixedpoint_avx2.h), with
 // V = (x M + 2^30 + 2^(30+e)) / 2^(31+e) + offset and s = 1 where x M < 0 (x < 0, as M > 0).
@@ -113,9 +114,9 @@ struct ByteScaleOf<Isa, std::void_t<typename Isa::ByteScale>> {
 
 // The rescale of requantized operands' sums (LineRescale, below) and then a QuantizeDown that a
 // clamp to bytes follows, together in float, as ByteScaleConstants has the QuantizeDown alone: 6
-// vector instructions and a test per 16 AVX-512 results (7 where neither of a line's terms is the
-// same all along it) where the rescale in doubles takes 16 and the scale after it 5. These are
-// its constants for a block's lines; the Isas' RescaledByteScale run them.
+// vector instructions per 16 AVX-512 results (7 where neither of a line's terms is the same all
+// along it) and the batch's test, where the rescale in doubles takes 16 and the scale after it 5.
+// These are its constants for a block's lines; the Isas' RescaledByteScale run them.
 //
 // With the sums T (offset terms added) and the line's terms A = line_a along_a[i] and
 // B = line_b along_b[i], the rescale is x = round(n / D), n = 65025 T + A + B, and the scale's
