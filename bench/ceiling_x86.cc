@@ -398,7 +398,6 @@ class TileInBlocks {
         }
       }
     }
-    if (kernel_.release != nullptr) kernel_.release();
   }
 
  private:

@@ -3,13 +3,19 @@
 // per-channel offsets over their full range, every kernel, thread count and blocking.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
 #include "lowbit/lowbit.h"
 #include "test/test_util.h"
+
+#if defined(__x86_64__)
+#include "lowbit/internal/kernel/amx_tile_config.h"
+#endif
 
 namespace lowbit {
 namespace test {
@@ -445,6 +451,33 @@ TEST(GemmEntryPointTest, ContextIsReusedAcrossShapesAndSettings) {
     }
   }
 }
+
+#if defined(__x86_64__)
+// The AMX kernel leaves the tiles configured after a GEMM, for the thread's next one
+// (lowbit/internal/kernel/kernel_amx.cc). Another library on the thread may release them or
+// configure other shapes in between, as oneDNN does: the next GEMM must configure them again,
+// neither faulting (tile instructions on released tiles raise #UD) nor multiplying smaller tiles.
+TEST(GemmEntryPointTest, AmxGemmsAfterTheTilesWereReleasedOrConfiguredOtherwise) {
+  const std::vector<Kernel> kernels = AvailableKernels();
+  if (std::find(kernels.begin(), kernels.end(), Kernel::kAmx) == kernels.end()) {
+    GTEST_SKIP() << "this CPU has no AMX";
+  }
+  Context context;
+  Configure(&context, PathSetting{Kernel::kAmx, 1, false});
+  internal::TileConfig other;
+  for (int tile = 0; tile < 8; ++tile) {
+    other.bytes_per_row[tile] = 32;
+    other.rows[tile] = 8;
+  }
+  std::uint32_t index = 0;
+  for (const char* before : {"", "released", "configured otherwise", "configured otherwise"}) {
+    SCOPED_TRACE(testing::Message() << "tiles " << before);
+    if (std::string(before) == "released") asm volatile("tilerelease");
+    if (std::string(before) == "configured otherwise") internal::LoadTileConfig(other);
+    CheckProblemAnyTypes(&context, MakeProblem(Shape{70, 90, 130}, index++), std::tuple<>());
+  }
+}
+#endif
 
 // A GEMM that could use threads runs on one where its shape ran faster so
 // (lowbit/internal/driver/measured_choice.h); the pool is created only once a GEMM uses threads.

@@ -408,7 +408,6 @@ TEST(KernelX86Test, MicroKernelColumnMatchesDotProducts) {
               }
             }
           }
-          if (implementation->release != nullptr) implementation->release();
         }
       }
     }

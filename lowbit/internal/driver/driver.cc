@@ -573,7 +573,6 @@ struct GemmTask {
     while (NextTask(&first_panel, &end_panel, &col_part)) {
       RunTask(worker_scratch, first_panel, end_panel, col_part);
     }
-    if (kernel.release != nullptr) kernel.release();
   }
 
   // Runs (task->*kPart)(part) on a pool thread.

@@ -181,11 +181,10 @@ struct KernelImplementation {
   const KernelImplementation& (*unfolded)(int lhs_bits, int rhs_bits) = nullptr;
   void (*unfold_rhs)(const void* packed, int panels, int padded_depth, void* out) = nullptr;
   // Where the micro-kernel keeps state in the CPU between calls (AMX's tile configuration):
-  // `prepare` sets it up on the calling thread before a run of micro-kernel calls with nothing
-  // between them but the caller's loop, and `release` ends it after a worker's last call of a
-  // GEMM. Or null.
+  // `prepare` sets it up on the calling thread, unless it is so already, before a run of
+  // micro-kernel calls with nothing between them but the caller's loop. The state stays after the
+  // GEMM, for the thread's next one. Or null.
   void (*prepare)() = nullptr;
-  void (*release)() = nullptr;
   // Where the kernel has them: pack_lhs and pack_rhs for lines along the depth that are
   // requantized (RequantizingPackFunction), which the driver then need not requantize into
   // scratch first and pack from there. Or null.

@@ -37,9 +37,14 @@ constexpr KernelFormat kFormat{kRows,  kCols, kGroup, PackedType::kInt8, PackedT
 constexpr int kRhsGroupBytes = kCols * kGroup;
 
 // Configures the tiles unless they are so already (KernelImplementation::prepare, before each
-// block's calls): code between blocks (an output stage, a library in another GEMM on the same
-// thread) may configure them otherwise. STTILECFG waits for the tile instructions before it: in
+// block's calls): code between blocks and GEMMs (an output stage, a library in another GEMM on
+// the same thread, as oneDNN, which releases the tiles after each of its GEMMs) may have
+// configured or released them otherwise. STTILECFG waits for the tile instructions before it: in
 // every call it took a quarter of the kernel's time at 256^3, the calls no longer overlapping.
+// The tiles stay configured after a GEMM, so that the thread's next one skips LDTILECFG (about
+// 300 cycles): released after each GEMM, 64^3 GEMMs ran 8 to 10% slower and 256^3 ones 2%. What
+// that leaves to the OS: saving the 8 KiB of tile data on a context switch of the thread, and on
+// Sapphire Rapids and later intel_idle puts them back to their initial state before deep idle.
 void EnsureTilesConfigured() {
   static const TileConfig wanted;
   TileConfig current;
@@ -202,10 +207,6 @@ void MicroKernelAmx(const void* lhs_panel, const void* rhs_panel, int padded_dep
                     std::int32_t* acc, int acc_stride, bool accumulate) {
   MultiplyColumnAmx(lhs_panel, 0, rhs_panel, padded_depth, rows, acc, acc_stride, accumulate);
 }
-
-// After a worker's last tile: the tile registers back to their initial state, so that the OS
-// need not save them on a context switch.
-void ReleaseTiles() { _tile_release(); }
 
 // Rows [0, count) of lhs panels, 16 at a time: `rows_at(row, d, in_depth)` gives a reader whose
 // calls return the chunks at depths [d, d + 64) of rows row, row + 1, ... in turn (their packed
@@ -409,7 +410,6 @@ const KernelImplementation& AmxKernel() {
                                                    nullptr,
                                                    nullptr,
                                                    &EnsureTilesConfigured,
-                                                   &ReleaseTiles,
                                                    &PackLhsRequantizingAmx,
                                                    &PackRhsRequantizingAmx,
                                                    0,

@@ -281,7 +281,6 @@ const KernelImplementation& Avx512VnniKernel() {
                                                    nullptr,
                                                    nullptr,
                                                    nullptr,
-                                                   nullptr,
                                                    &PackLhsRequantizingAvx512Vnni,
                                                    &PackRhsRequantizingAvx512Vnni};
   return implementation;

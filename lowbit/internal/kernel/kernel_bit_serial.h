@@ -93,8 +93,8 @@ struct BitSerialKernel {
   static constexpr RequantizingPackFunction kLhsRequantizing = RequantizingPack<true>();
   static constexpr RequantizingPackFunction kRhsRequantizing = RequantizingPack<false>();
   static constexpr KernelImplementation kImplementation{
-      kKernel, kFormat, &PackLhs, &PackRhs, &MicroKernel,     nullptr,
-      nullptr, nullptr, nullptr,  nullptr,  kLhsRequantizing, kRhsRequantizing};
+      kKernel, kFormat, &PackLhs, &PackRhs,         &MicroKernel,    nullptr,
+      nullptr, nullptr, nullptr,  kLhsRequantizing, kRhsRequantizing};
 };
 
 // The implementation of Tile for these bit depths, or null unless both are 1 or 2.
