@@ -42,7 +42,7 @@ constexpr int kRhsGroupBytes = kCols * kGroup;
 // configured or released them otherwise. STTILECFG waits for the tile instructions before it: in
 // every call it took a quarter of the kernel's time at 256^3, the calls no longer overlapping.
 // The tiles stay configured after a GEMM, so that the thread's next one skips LDTILECFG (about
-// 300 cycles): released after each GEMM, 64^3 GEMMs ran 8 to 10% slower and 256^3 ones 2%. What
+// 300 cycles): released after each GEMM, 64^3 GEMMs ran 6 to 10% slower, 256^3 ones up to 2%. What
 // that leaves to the OS: saving the 8 KiB of tile data on a context switch of the thread, and on
 // Sapphire Rapids and later intel_idle puts them back to their initial state before deep idle.
 void EnsureTilesConfigured() {
