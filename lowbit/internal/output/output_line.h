@@ -195,6 +195,17 @@ struct RescaledByteScaleOf<Isa, std::void_t<typename Isa::RescaledByteScale>> {
   using type = typename Isa::RescaledByteScale;
 };
 
+// How many vectors a batch of a known program's 8-bit results holds: an Isa's kByteBatch, where it
+// narrows that many vectors to bytes in one store (StoreSaturatedBytes), else 2.
+template <typename Isa, typename = void>
+struct ByteBatchOf {
+  static constexpr int value = 2;
+};
+template <typename Isa>
+struct ByteBatchOf<Isa, std::void_t<decltype(Isa::kByteBatch)>> {
+  static constexpr int value = Isa::kByteBatch;
+};
+
 // Whether `instruction` clamps to a range within [-128, 255]. Its result is then the same for
 // an input that errs by less than 1 where the exact input is in [-129, 256], and for one on the
 // same side of that interval as the exact input elsewhere: what ByteScale's results rely on.

@@ -533,9 +533,6 @@ class Writer {
   void WriteLines(const std::int32_t* sums, std::ptrdiff_t line_step, int first_line, int end_line,
                   int first, int end) {
     constexpr int kSize = kSizeOf<kType>;
-    // Dispatching instruction by instruction costs the same for any batch: four vectors share
-    // it. Inlined, two vectors at a time keep everything in registers and interleave enough.
-    constexpr int kBatch = kKnown ? 2 : 4;
     constexpr int kKnownCount = sizeof...(kOpcodes);
     constexpr OutputOpcode kOpcodeList[] = {kOpcodes..., OutputOpcode::kAdd};
     // A known last clamp of narrow results is the saturating cast to their type: the saturating
@@ -543,6 +540,16 @@ class Writer {
     // clamping and narrowing each (Shape::Select checked the clamp's range).
     constexpr bool kSaturatingStore = kKnown && kType != ElementType::kInt32 &&
                                       kOpcodeList[kKnownCount - 1] == OutputOpcode::kClamp;
+    constexpr bool kRescaledByteScale = kRescaledByteScaleLoop<kType, kOwed, kOpcodes...>;
+    // Dispatching instruction by instruction costs the same for any batch: four vectors share
+    // it. Inlined, two vectors at a time keep everything in registers and interleave enough.
+    // Saturated to bytes, a batch holds as many as the Isa narrows in one store (ByteBatchOf),
+    // but for the rescale's float form: on four vectors at once GCC kept its float values on the
+    // stack, and L7R5's writer took three times the samples.
+    constexpr int kBatch = !kKnown ? 4
+                           : kSaturatingStore && kSize == 1 && !kRescaledByteScale
+                               ? ByteBatchOf<Isa>::value
+                               : 2;
     const int count = count_;
     // A known program's instructions are locals, built here rather than copied from members
     // built before: copying and building them again took a tenth of a 16 x 32 x 64 GEMM.
@@ -568,7 +575,9 @@ class Writer {
     };
     // A batch's results from `out` on.
     const auto store_batch = [](Raw(&vectors)[kBatch], char* out) {
-      if constexpr (kSaturatingStore) {
+      if constexpr (kSaturatingStore && kBatch == 4) {
+        Isa::template StoreSaturatedBytes<kType>(vectors, out);
+      } else if constexpr (kSaturatingStore) {
         Isa::template StoreSaturated<kType>(vectors[0], vectors[1], out);
       } else {
         for (int j = 0; j < kBatch; ++j) {
@@ -577,11 +586,11 @@ class Writer {
       }
     };
     int line_first_entry = first;
-    // Where several lines of at most kAcrossLinesBatches batches each have the same instructions
+    // Where several lines of at most kAcrossLinesEntries entries each have the same instructions
     // on every line: those set up once from the first line, `at`, and line_first_entry where
     // write_batches(at), which walks the whole batches down the lines, left off.
     const auto across_lines = [&](const auto& write_batches) {
-      if (end_line - first_line <= 1 || end - first > kAcrossLinesBatches * kBatch * Isa::kLanes) {
+      if (end_line - first_line <= 1 || end - first > kAcrossLinesEntries) {
         return;
       }
       for (int k = 0; k < kKnownCount; ++k) {
@@ -599,7 +608,6 @@ class Writer {
       });
       if (line_first_entry == end) return;
     }
-    constexpr bool kRescaledByteScale = kRescaledByteScaleLoop<kType, kOwed, kOpcodes...>;
     // Its constants, for all the lines unless the scale differs from line to line; it needs the
     // terms' float values.
     const bool rescale_floats = kRescaledByteScale &&
@@ -717,10 +725,11 @@ class Writer {
     }
   }
 
-  // Lines of at most this many batches go through WriteBatchesAcrossLines where they can. On
-  // longer ones, setting up each line is a small part of its work, and walking down lines of a
-  // block that no longer fits in L1 took longer: at 1024^3 the writer's time rose by a third.
-  static constexpr int kAcrossLinesBatches = 4;
+  // Lines of at most this many entries (four batches of two vectors) go through
+  // WriteBatchesAcrossLines where they can. On longer ones, setting up each line is a small part
+  // of its work, and walking down lines of a block that no longer fits in L1 took longer: at
+  // 1024^3 the writer's time rose by a third.
+  static constexpr int kAcrossLinesEntries = 8 * Isa::kLanes;
 
   // What block line `line` needs besides its instructions: the result row and column of its
   // first entry, where that entry goes, and what its sums are owed.
