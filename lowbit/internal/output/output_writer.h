@@ -706,15 +706,28 @@ class Writer {
           }
         }
       }
-      for (; entry + kBatch * Isa::kLanes <= end;
-           entry += kBatch * Isa::kLanes, line_sums += kBatch * Isa::kLanes) {
-        Raw vectors[kBatch];
-        for (int j = 0; j < kBatch; ++j) {
-          const int first_entry = entry + j * Isa::kLanes;
-          vectors[j] = owed(Isa::Load(line_sums + j * Isa::kLanes), first_entry, Isa::kLanes);
+      // Whole batches of kVectors vectors: kBatch, then, after batches of four, a pair, so that
+      // a rest of two or three vectors does not go one vector at a time.
+      const auto whole_batches = [&](auto vector_count) {
+        constexpr int kVectors = decltype(vector_count)::value;
+        for (; entry + kVectors * Isa::kLanes <= end;
+             entry += kVectors * Isa::kLanes, line_sums += kVectors * Isa::kLanes) {
+          Raw vectors[kVectors];
+          for (int j = 0; j < kVectors; ++j) {
+            const int first_entry = entry + j * Isa::kLanes;
+            vectors[j] = owed(Isa::Load(line_sums + j * Isa::kLanes), first_entry, Isa::kLanes);
+          }
+          run(vectors, entry, Isa::kLanes, true);
+          if constexpr (kVectors == kBatch) {
+            store_batch(vectors, out + entry * kSize);
+          } else {
+            Isa::template StoreSaturated<kType>(vectors[0], vectors[1], out + entry * kSize);
+          }
         }
-        run(vectors, entry, Isa::kLanes, true);
-        store_batch(vectors, out + entry * kSize);
+      };
+      whole_batches(std::integral_constant<int, kBatch>());
+      if constexpr (kBatch == 4 && kSaturatingStore) {
+        whole_batches(std::integral_constant<int, 2>());
       }
       for (; entry < end; entry += Isa::kLanes, line_sums += Isa::kLanes) {
         const int lanes = end - entry < Isa::kLanes ? end - entry : Isa::kLanes;
