@@ -55,7 +55,8 @@ struct Avx512 {
   // instruction on the port the test shares (the 8-bit AMX GEMM at 256^3 ran 3 to 5% faster). A
   // batch of four vectors (kByteBatch) takes two such tests: one test of all four sent twice the
   // vectors to the exact arithmetic on data near the window, and declared 2 x 2 bits at 256^3 ran
-  // at 0.80 to 0.81 of the 8-bit GEMM's speed against 0.88 to 0.89 this way.
+  // at 0.80 to 0.81 of the 8-bit GEMM's speed against 0.84 to 0.87 for the build before (two runs
+  // of each alternated); a test per pair is level with it.
   template <int kBatch, typename Exact>
   __attribute__((always_inline)) static void FloorOutsideWindow(const __m512 (&t)[kBatch],
                                                                 __m512 magic, __m512i window,
