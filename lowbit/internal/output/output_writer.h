@@ -573,15 +573,14 @@ class Writer {
         for (int k = 0; k < count; ++k) instructions_[k].value.Run(vectors, entry, lanes);
       }
     };
-    // A batch's results from `out` on: kBatch vectors, or a pair after batches of four.
-    const auto store_batch = [](auto& vectors, char* out) {
-      constexpr int kVectors = std::extent<std::remove_reference_t<decltype(vectors)>>::value;
-      if constexpr (kSaturatingStore && kVectors == 4) {
+    // A batch's results from `out` on.
+    const auto store_batch = [](Raw(&vectors)[kBatch], char* out) {
+      if constexpr (kSaturatingStore && kBatch == 4) {
         Isa::template StoreSaturatedBytes<kType>(vectors, out);
       } else if constexpr (kSaturatingStore) {
         Isa::template StoreSaturated<kType>(vectors[0], vectors[1], out);
       } else {
-        for (int j = 0; j < kVectors; ++j) {
+        for (int j = 0; j < kBatch; ++j) {
           Isa::Store(vectors[j], kSize, out + j * Isa::kLanes * kSize);
         }
       }
@@ -719,7 +718,11 @@ class Writer {
             vectors[j] = owed(Isa::Load(line_sums + j * Isa::kLanes), first_entry, Isa::kLanes);
           }
           run(vectors, entry, Isa::kLanes, true);
-          store_batch(vectors, out + entry * kSize);
+          if constexpr (kVectors == kBatch) {
+            store_batch(vectors, out + entry * kSize);
+          } else {
+            Isa::template StoreSaturated<kType>(vectors[0], vectors[1], out + entry * kSize);
+          }
         }
       };
       whole_batches(std::integral_constant<int, kBatch>());
