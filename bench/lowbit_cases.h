@@ -100,6 +100,18 @@ inline bool MayRunBitSerial(const BitDepthSetting* narrow) {
   return narrow != nullptr && narrow->params.lhs_bits + narrow->params.rhs_bits <= 3;
 }
 
+// Whether the driver times the bit-serial kernel against the other for this setting on `kernel`
+// for some shape (dispatch.cc's BitSerialIsTimed): 2 x 2 bits with AVX-512 VNNI, never by rule.
+inline bool MayBeTimed(lowbit::Kernel kernel, const BitDepthSetting& narrow) {
+  for (int uses = 1; uses <= 4096; uses *= 2) {
+    if (lowbit::internal::GetTimedAlternativeImplementation(kernel, narrow.params.lhs_bits,
+                                                            narrow.params.rhs_bits, uses)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Whether `kernel` has bit-serial implementations on this CPU (AVX-512 ones need VPOPCNTDQ), which
 // the dispatch may choose for the settings of MayRunBitSerial.
 inline bool HasBitSerialKernels(lowbit::Kernel kernel) {
@@ -123,9 +135,10 @@ inline const std::vector<Case>& MemoryBoundCases() {
 // (<kernel>), with prepacked weights (<kernel>_prepacked), narrow (<kernel>_<narrow name>), or
 // narrow with prepacked weights (<kernel>_prepacked_<narrow name>: 4-bit weights, and the declared
 // bit depths that may run bit-serially). On kernels with bit-serial implementations, the bit
-// depths that may run bit-serially come once more untimed (<kernel>_<narrow name>_untimed): the
-// dispatch rule's kernel alone, without the timed choice between the bit-serial kernel and the
-// other (doc/less-than-8-bit.md, "Timed close calls"), which the same run measures against it.
+// depths that may run bit-serially, and those the driver times (MayBeTimed), come once more
+// untimed (<kernel>_<narrow name>_untimed): the dispatch rule's kernel alone, without the timed
+// choice between the bit-serial kernel and the other (doc/less-than-8-bit.md, "Timed close
+// calls"), which the same run measures against it.
 struct LowbitSetting {
   std::string name;
   lowbit::Kernel kernel;
@@ -145,11 +158,11 @@ inline std::vector<LowbitSetting> LowbitSettings() {
     settings.push_back({name + "_prepacked_R4", kernel, true, &kFourBitWeights});
     for (const BitDepthSetting& narrow : kBitDepthSettings) {
       settings.push_back({name + "_" + narrow.name, kernel, false, &narrow});
-      if (!MayRunBitSerial(&narrow)) continue;
-      if (has_bit_serial_kernels) {
+      const bool may_run_bit_serial = MayRunBitSerial(&narrow);
+      if ((may_run_bit_serial && has_bit_serial_kernels) || MayBeTimed(kernel, narrow)) {
         settings.push_back({name + "_" + narrow.name + "_untimed", kernel, false, &narrow, true});
       }
-      if (narrow.params.mode == lowbit::BitDepthMode::kDeclaredRange) {
+      if (may_run_bit_serial && narrow.params.mode == lowbit::BitDepthMode::kDeclaredRange) {
         settings.push_back({name + "_prepacked_" + narrow.name, kernel, true, &narrow});
       }
     }

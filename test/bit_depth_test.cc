@@ -844,8 +844,8 @@ TEST(BitDepthTest, TimedKernelChoiceRunsBothKernelsExactly) {
   };
   int timed_cases = 0;
   for (const Kernel kernel : AvailableKernels()) {
-    for (const TimedCase& timed :
-         {TimedCase{1, 1, 16}, TimedCase{1, 1, 256}, TimedCase{1, 2, 64}, TimedCase{2, 1, 256}}) {
+    for (const TimedCase& timed : {TimedCase{1, 1, 16}, TimedCase{1, 1, 256}, TimedCase{1, 2, 64},
+                                   TimedCase{2, 1, 256}, TimedCase{2, 2, 64}}) {
       if (internal::GetTimedAlternativeImplementation(kernel, timed.lhs_bits, timed.rhs_bits,
                                                       timed.uses) == nullptr) {
         continue;

@@ -234,6 +234,10 @@ namespace {
 //   GEMM from 1 to 1024 rows with AVX-512 VNNI or AMX (0.98x at 256^3 with AMX), 1 x 2 bits 1.2x
 //   to 3.0x with AVX-512 VNNI; with AMX 3.0x at one row, 1.2x at 8 and 0.65x to 0.8x from 256^3,
 //   kept for the short lhs that prepacked weights usually meet.
+// - AVX-512 VNNI, 2 x 2 bits (four plane pairs): 0.77x at 1024^3 on the Intel Xeon (Emerald
+//   Rapids), where popcounts make 2.5 times the products of vpdpbusd; 1.10x to 1.16x at 1024^3
+//   and 0.95x to 0.97x at 256^3 on a Zen 4 EPYC, where they make 5.3 times (vpdpbusd runs there
+//   in two 256-bit halves). Never by rule: timed (BitSerialIsTimed).
 // - AVX2, 1 x 1 bits: 1.2x at one row to 3.8x at 1024^3; against the AVX2 int16 narrow kernel,
 //   1 x 2 bits 0.98x and 2 x 2 bits 0.54x at 1024^3.
 // - NEON, not measured on hardware (qemu only): 1 x 1 bits, whose AND and vcnt make 128 products
@@ -260,9 +264,11 @@ bool BitSerialIsTimed(Kernel kernel, int lhs_bits, int rhs_bits, int uses) {
   if (uses == kUnboundedUses) return false;
   const bool one_bit = lhs_bits == 1 && rhs_bits == 1;
   const bool one_and_two_bits = lhs_bits + rhs_bits == 3;
+  const bool two_bits = lhs_bits == 2 && rhs_bits == 2;
   switch (kernel) {
     case Kernel::kAvx512Vnni:
-      return (one_bit && uses >= 16 && uses < 256) || (one_and_two_bits && uses >= 64);
+      return (one_bit && uses >= 16 && uses < 256) || (one_and_two_bits && uses >= 64) ||
+             (two_bits && uses >= 64);
     case Kernel::kAmx:
       return one_bit && uses >= 256;
     case Kernel::kAvx2:
