@@ -101,7 +101,8 @@ inline bool MayRunBitSerial(const BitDepthSetting* narrow) {
 }
 
 // Whether the driver times the bit-serial kernel against the other for this setting on `kernel`
-// for some shape (dispatch.cc's BitSerialIsTimed): 2 x 2 bits with AVX-512 VNNI, never by rule.
+// for some shape (dispatch.cc's BitSerialIsTimed): beside the settings of MayRunBitSerial, 2 x 2
+// bits with AVX-512 VNNI, which no rule runs bit-serially.
 inline bool MayBeTimed(lowbit::Kernel kernel, const BitDepthSetting& narrow) {
   for (int uses = 1; uses <= 4096; uses *= 2) {
     if (lowbit::internal::GetTimedAlternativeImplementation(kernel, narrow.params.lhs_bits,
