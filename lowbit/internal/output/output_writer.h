@@ -573,22 +573,23 @@ class Writer {
         for (int k = 0; k < count; ++k) instructions_[k].value.Run(vectors, entry, lanes);
       }
     };
+    // A pair's results from `out` on, saturated: a batch of two, or the pair that follows
+    // batches of four where a line's rest holds two or three vectors, so that they do not go one
+    // vector at a time.
+    [[maybe_unused]] const auto store_pair = [](Raw(&vectors)[2], char* out) {
+      Isa::template StoreSaturated<kType>(vectors[0], vectors[1], out);
+    };
     // A batch's results from `out` on.
-    const auto store_batch = [](Raw(&vectors)[kBatch], char* out) {
+    const auto store_batch = [&](Raw(&vectors)[kBatch], char* out) {
       if constexpr (kSaturatingStore && kBatch == 4) {
         Isa::template StoreSaturatedBytes<kType>(vectors, out);
       } else if constexpr (kSaturatingStore) {
-        Isa::template StoreSaturated<kType>(vectors[0], vectors[1], out);
+        store_pair(vectors, out);
       } else {
         for (int j = 0; j < kBatch; ++j) {
           Isa::Store(vectors[j], kSize, out + j * Isa::kLanes * kSize);
         }
       }
-    };
-    // The pair that follows batches of four where a line's rest holds two or three vectors, so
-    // that they do not go one vector at a time.
-    [[maybe_unused]] const auto store_pair = [](Raw(&vectors)[2], char* out) {
-      Isa::template StoreSaturated<kType>(vectors[0], vectors[1], out);
     };
     int line_first_entry = first;
     // Where several lines of at most kAcrossLinesEntries entries each have the same instructions
