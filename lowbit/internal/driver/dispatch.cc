@@ -267,8 +267,8 @@ bool BitSerialIsTimed(Kernel kernel, int lhs_bits, int rhs_bits, int uses) {
   const bool two_bits = lhs_bits == 2 && rhs_bits == 2;
   switch (kernel) {
     case Kernel::kAvx512Vnni:
-      return (one_bit && uses >= 16 && uses < 256) || (one_and_two_bits && uses >= 64) ||
-             (two_bits && uses >= 64);
+      return (one_bit && uses >= 16 && uses < 256) ||
+             ((one_and_two_bits || two_bits) && uses >= 64);
     case Kernel::kAmx:
       return one_bit && uses >= 256;
     case Kernel::kAvx2:

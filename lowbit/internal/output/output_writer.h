@@ -550,6 +550,8 @@ class Writer {
                            : kSaturatingStore && kSize == 1 && !kRescaledByteScale
                                ? ByteBatchOf<Isa>::value
                                : 2;
+    // After batches of four saturated vectors, a rest of two or three goes as a pair.
+    constexpr bool kPairRest = kBatch == 4 && kSaturatingStore;
     const int count = count_;
     // A known program's instructions are locals, built here rather than copied from members
     // built before: copying and building them again took a tenth of a 16 x 32 x 64 GEMM.
@@ -611,7 +613,7 @@ class Writer {
       across_lines([&](const Line& at) {
         const int entry = WriteBatchesAcrossLines<kSize, kBatch, kOwed>(
             at, sums, line_step, first_line, end_line, first, first, end, run, store_batch);
-        if constexpr (kBatch == 4 && kSaturatingStore) {
+        if constexpr (kPairRest) {
           // Lines of 32 entries (AVX-512) hold no batch of four. Line by line, each with its
           // set-up, the writer took 9.5% of a declared 2 x 2-bit GEMM's samples at 1024^3 (its
           // blocks 32 columns wide), against 4% for pairs across the lines.
@@ -739,7 +741,7 @@ class Writer {
         }
       };
       whole_batches(std::integral_constant<int, kBatch>());
-      if constexpr (kBatch == 4 && kSaturatingStore) {
+      if constexpr (kPairRest) {
         whole_batches(std::integral_constant<int, 2>());
       }
       for (; entry < end; entry += Isa::kLanes, line_sums += Isa::kLanes) {
