@@ -5,7 +5,9 @@
 // seconds (doc/performance.md), so a GEMM's fraction of the ceiling measured alongside it says
 // more than its GOPS alone. And ceiling/vnni_tile_in_blocks/<shape>: the AVX-512 VNNI tile alone
 // on a GEMM's packed operands, the rest of the GEMM left out (TileInBlocks), and
-// ceiling/amx_tile_in_blocks/<shape> the same for the AMX kernel.
+// ceiling/amx_tile_in_blocks/<shape> the same for the AMX kernel. And ceiling/output_batch_k64
+// and ceiling/dot_tile_step_output_k<depth>: the 8-bit output's arithmetic alone, and between the
+// tile's steps.
 #include <immintrin.h>
 #include <pthreadpool.h>
 
@@ -164,21 +166,99 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void RunDotSteps(std::int
                  "xmm22", "xmm23", "xmm30", "xmm31");
   // clang-format on
 }
+// clang-format off
+#define LOWBIT_DOT_TILE_STEP                                                    \
+  "vmovdqu64 (%1), %%zmm16\n\t"                                                 \
+  "vmovdqu64 64(%1), %%zmm17\n\t"                                               \
+  LOWBIT_DOT_ROW(0, 0, 1) LOWBIT_DOT_ROW(4, 2, 3) LOWBIT_DOT_ROW(8, 4, 5)       \
+  LOWBIT_DOT_ROW(12, 6, 7) LOWBIT_DOT_ROW(16, 8, 9) LOWBIT_DOT_ROW(20, 10, 11)  \
+  LOWBIT_DOT_ROW(24, 12, 13) LOWBIT_DOT_ROW(28, 14, 15)
+// clang-format on
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void RunDotTileSteps(std::int64_t steps) {
-  // clang-format off
-  asm volatile("1:\n\t"
-               "vmovdqu64 (%1), %%zmm16\n\t"
-               "vmovdqu64 64(%1), %%zmm17\n\t"
-               LOWBIT_DOT_ROW(0, 0, 1) LOWBIT_DOT_ROW(4, 2, 3) LOWBIT_DOT_ROW(8, 4, 5)
-               LOWBIT_DOT_ROW(12, 6, 7) LOWBIT_DOT_ROW(16, 8, 9) LOWBIT_DOT_ROW(20, 10, 11)
-               LOWBIT_DOT_ROW(24, 12, 13) LOWBIT_DOT_ROW(28, 14, 15)
+  asm volatile("1:\n\t" LOWBIT_DOT_TILE_STEP
                "dec %0\n\t"
                "jnz 1b\n\t"
                : "+r"(steps)
                : "r"(kTileOperands)
                : LOWBIT_CEILING_CLOBBERS, "xmm16", "xmm17", "xmm18");
-  // clang-format on
 }
+
+// What the tile's step leaves free for the output. A batch of the AVX-512 writer's loop for
+// 8-bit results of a QuantizeDown in its float form (output_avx512.cc): 64 sums of a line loaded
+// from L1 with the line's offset term, converted, scaled and offset (vfmadd), tested against the
+// window where float rounding could differ from the exact arithmetic (vaddps, vptestmd and a
+// branch per pair), rounded down, narrowed to bytes and stored: 26 vector instructions for 64
+// results, in zmm19-29 beside the tile's zmm0-18. The constants are zeros; these instructions
+// take the same time for any value. output_batch_k64 runs batches alone, each counted as the
+// multiply-adds of its 64 results at depth 64, so that its GOPS compare with the tile's;
+// dot_tile_step_output_k<depth> runs a batch after every depth / 16 tile steps in the same loop:
+// a GEMM of that depth whose tile writes the lines before it while it multiplies, as the AVX-512
+// VNNI kernel writes 8-bit results (LinesBetweenSteps, lowbit/internal/kernel/kernel.h), against
+// the tile and the writer one after the other.
+// clang-format off
+#define LOWBIT_OUTPUT_SCALE(v)                                    \
+  "vcvtdq2ps %%zmm" #v ", %%zmm" #v "\n\t"                        \
+  "vfmadd132ps %%zmm24, %%zmm25, %%zmm" #v "\n\t"
+#define LOWBIT_OUTPUT_WINDOW(first, second)                       \
+  "vaddps %%zmm26, %%zmm" #first ", %%zmm27\n\t"                  \
+  "vptestmd %%zmm28, %%zmm27, %%k1\n\t"                           \
+  "vaddps %%zmm26, %%zmm" #second ", %%zmm27\n\t"                 \
+  "vptestmd %%zmm28, %%zmm27, %%k1%{%%k1%}\n\t"                   \
+  "kortestw %%k1, %%k1\n\t"                                      \
+  "jnc 3f\n\t"                                                   \
+  "3:\n\t"                                                       \
+  "vcvtps2dq %{rd-sae%}, %%zmm" #first ", %%zmm" #first "\n\t"   \
+  "vcvtps2dq %{rd-sae%}, %%zmm" #second ", %%zmm" #second "\n\t"
+#define LOWBIT_OUTPUT_BATCH                                       \
+  "vpbroadcastd 256(%2), %%zmm19\n\t"                             \
+  "vpaddd (%2), %%zmm19, %%zmm20\n\t"                             \
+  "vpaddd 64(%2), %%zmm19, %%zmm21\n\t"                           \
+  "vpaddd 128(%2), %%zmm19, %%zmm22\n\t"                          \
+  "vpaddd 192(%2), %%zmm19, %%zmm23\n\t"                          \
+  LOWBIT_OUTPUT_SCALE(20) LOWBIT_OUTPUT_SCALE(21)                 \
+  LOWBIT_OUTPUT_SCALE(22) LOWBIT_OUTPUT_SCALE(23)                 \
+  LOWBIT_OUTPUT_WINDOW(20, 21) LOWBIT_OUTPUT_WINDOW(22, 23)       \
+  "vpackssdw %%zmm21, %%zmm20, %%zmm20\n\t"                       \
+  "vpackssdw %%zmm23, %%zmm22, %%zmm22\n\t"                       \
+  "vpackuswb %%zmm22, %%zmm20, %%zmm20\n\t"                       \
+  "vpermd %%zmm20, %%zmm29, %%zmm20\n\t"                          \
+  "vmovdqu64 %%zmm20, 320(%2)\n\t"
+#define LOWBIT_OUTPUT_CONSTANTS                                   \
+  "vpxord %%zmm24, %%zmm24, %%zmm24\n\t"                          \
+  "vpxord %%zmm25, %%zmm25, %%zmm25\n\t"                          \
+  "vpxord %%zmm26, %%zmm26, %%zmm26\n\t"                          \
+  "vpxord %%zmm28, %%zmm28, %%zmm28\n\t"                          \
+  "vpxord %%zmm29, %%zmm29, %%zmm29\n\t"
+#define LOWBIT_OUTPUT_CLOBBERS                                                                  \
+  "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", \
+      "xmm29", "k1", "memory"
+// A line's 64 sums, its offset term after them, and the 64 bytes the batch stores.
+alignas(64) std::int32_t output_line[96] = {};
+__attribute__((target("avx512f,avx512bw"))) void RunOutputBatches(std::int64_t batches) {
+  asm volatile(LOWBIT_OUTPUT_CONSTANTS
+               "1:\n\t" LOWBIT_OUTPUT_BATCH
+               "dec %0\n\t"
+               "jnz 1b\n\t"
+               : "+r"(batches)
+               : "r"(kTileOperands), "r"(output_line)
+               : LOWBIT_OUTPUT_CLOBBERS, "cc");
+}
+template <int kDepth>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void RunDotTileStepsWithOutput(
+    std::int64_t batches) {
+  asm volatile(LOWBIT_OUTPUT_CONSTANTS
+               "1:\n\t"
+               "mov %3, %%rcx\n\t"
+               "2:\n\t" LOWBIT_DOT_TILE_STEP
+               "dec %%rcx\n\t"
+               "jnz 2b\n\t" LOWBIT_OUTPUT_BATCH
+               "dec %0\n\t"
+               "jnz 1b\n\t"
+               : "+r"(batches)
+               : "r"(kTileOperands), "r"(output_line), "r"(std::int64_t{kDepth / 16})
+               : LOWBIT_CEILING_CLOBBERS, "xmm16", "xmm17", "xmm18", LOWBIT_OUTPUT_CLOBBERS, "rcx");
+}
+// clang-format on
 
 // The narrow tile widens every kSteps steps: L7R5 every 8, L4R4 every 128.
 template <int kSteps>
@@ -435,6 +515,9 @@ const Registration registration([] {
   }
   RegisterCeiling("vpdpbusd", 24 * 64, &RunDotSteps, {1, 2});
   RegisterCeiling("dot_tile_step", 16 * 64, &RunDotTileSteps, {1, 2});
+  RegisterCeiling("output_batch_k64", 64 * 64, &RunOutputBatches);
+  RegisterCeiling("dot_tile_step_output_k64", 64 * 64, &RunDotTileStepsWithOutput<64>);
+  RegisterCeiling("dot_tile_step_output_k256", 64 * 256, &RunDotTileStepsWithOutput<256>);
   const auto register_tile_in_blocks = [](const char* name,
                                           const lowbit::internal::KernelImplementation& kernel) {
     RegisterCases("ceiling", name,
