@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "lowbit/lowbit.h"
@@ -32,6 +33,9 @@ struct Problem {
   bool rhs_signed;
   bool per_channel_offsets;
   std::uint32_t seed;
+  // Offsets that cancel the shift each operand is packed with where a kernel packs both operands
+  // as bytes (-128 for uint8 values, 0 for int8 ones), instead of random ones.
+  bool cancelling_offsets = false;
 };
 
 Order OrderBit(std::uint32_t bits, int bit) {
@@ -50,7 +54,8 @@ Problem MakeProblem(Shape shape, std::uint32_t index) {
                  ((bits >> 5) & 1) != 0,
                  ((bits >> 6) & 1) != 0,
                  ((bits >> 7) & 1) != 0,
-                 index};
+                 index,
+                 false};
 }
 
 std::vector<std::int32_t> RandomOffsets(int count, std::mt19937& random) {
@@ -73,8 +78,12 @@ void CheckProblem(Context* context, const Problem& problem, const Pipeline& pipe
   OwnedMatrix<Result> result(shape.rows, shape.cols, problem.result_order, problem.padding,
                              &random);
   const std::vector<Result> result_before = result.storage;
-  const std::vector<std::int32_t> lhs_offsets = RandomOffsets(shape.rows, random);
-  const std::vector<std::int32_t> rhs_offsets = RandomOffsets(shape.cols, random);
+  std::vector<std::int32_t> lhs_offsets = RandomOffsets(shape.rows, random);
+  std::vector<std::int32_t> rhs_offsets = RandomOffsets(shape.cols, random);
+  if (problem.cancelling_offsets) {
+    lhs_offsets.assign(shape.rows, std::is_signed<Lhs>::value ? 0 : -128);
+    rhs_offsets.assign(shape.cols, std::is_signed<Rhs>::value ? 0 : -128);
+  }
   const Offsets lhs_offset =
       problem.per_channel_offsets
           ? Offsets(VectorMap<const std::int32_t>(lhs_offsets.data(), shape.rows))
@@ -318,6 +327,38 @@ TEST_P(PipelineTest, PipelinesMatchStagesAppliedToReference) {
       CheckProblemAnyTypes(&context_, problem, activations);
       CheckProblemAnyTypes(&context_, problem, logistic);
       CheckProblemAnyTypes(&context_, problem, int32_result);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// A QuantizeDown and the cast to 8 bits, with offsets that cancel the packing's shifts: the
+// AVX-512 VNNI kernel writes these results between its tiles' steps (LinesBetweenSteps), for
+// result lines of whole 64-entry batches along the result's memory, in the last depth slice.
+// Shapes with tiles short of 8 rows, two depth slices, blocks of 64 to 512 columns and others;
+// scales that saturate both ends, the benchmarks' (whose float form sends about one batch in 8
+// to the exact arithmetic) and the widest window's.
+TEST_P(PipelineTest, ResultsWrittenBetweenTileStepsMatchStagesAppliedToReference) {
+  const Shape shapes[] = {{64, 64, 64},   {256, 100, 70}, {100, 256, 1000},
+                          {192, 320, 33}, {128, 61, 64},  {512, 512, 9}};
+  const auto saturating = std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 8, 10},
+                                          OutputStageSaturatingCastToUint8{});
+  const auto benchmarks =
+      std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 15, 128},
+                      OutputStageSaturatingCastToUint8{});
+  const auto widest_window =
+      std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{1518500250, 9, -3},
+                      OutputStageSaturatingCastToInt8{});
+  std::uint32_t index = 11;
+  for (const Shape& shape : shapes) {
+    for (Order result_order : {Order::kColMajor, Order::kRowMajor}) {
+      Problem problem = MakeProblem(shape, index++);
+      problem.result_order = result_order;
+      problem.per_channel_offsets = false;
+      problem.cancelling_offsets = true;
+      CheckProblemAnyTypes(&context_, problem, saturating);
+      CheckProblemAnyTypes(&context_, problem, benchmarks);
+      CheckProblemAnyTypes(&context_, problem, widest_window);
       if (HasFatalFailure()) return;
     }
   }

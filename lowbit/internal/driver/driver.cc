@@ -26,6 +26,7 @@
 #include "lowbit/internal/driver/scratch.h"
 #include "lowbit/internal/kernel/kernel.h"
 #include "lowbit/internal/output/output.h"
+#include "lowbit/internal/output/output_line.h"
 #include "lowbit/internal/output/unpack.h"
 
 namespace lowbit {
@@ -190,6 +191,10 @@ struct GemmTask {
   int requantize_width = 0;
   // The requantized lhs rows' rescale terms are set (SetLhsTerms): packing leaves them.
   bool lhs_terms_set = false;
+  // Whether the kernel writes each block's results between the steps of its last tiles
+  // (LinesBetweenSteps, RunBlocks), and the lines' parameters for the GEMM (WritesBetweenSteps).
+  bool write_between_steps = false;
+  LinesBetweenSteps lines_between_steps{};
   // A declared range of the rhs that the direct product checks as it reads it, or null
   // (RunGemm): the GEMM is then one block, written only if the check passes.
   RangeBits* rhs_range = nullptr;
@@ -400,6 +405,11 @@ struct GemmTask {
                    scratch.rhs_block);
       }
       if (kernel.prepare != nullptr) kernel.prepare();
+      // The lines of each tile's rows are finished by the last depth slice's tile of the block's
+      // last rhs panel, and written during the next tile down the panel.
+      const bool writes_lines = write_between_steps && depth > 0 && block_cols % 64 == 0 &&
+                                block_cols / 64 <= LinesBetweenSteps::kMaxBatches &&
+                                format.lhs_rows <= LinesBetweenSteps::kMaxLines;
       if (depth == 0) {
         std::memset(scratch.acc, 0,
                     sizeof(std::int32_t) * RoundUp(rows, format.lhs_rows) * acc_stride);
@@ -421,6 +431,12 @@ struct GemmTask {
                                        scratch.acc + j, acc_stride, depth_start > 0);
             continue;
           }
+          if (writes_lines && depth_start + blocking.depth >= depth &&
+              j + format.rhs_cols >= block_cols) {
+            RunLastTilesWriting(scratch, lhs_panel, rhs_panel, slice_depth, row_start, rows,
+                                block_start, block_cols, j, acc_stride, depth_start > 0);
+            continue;
+          }
           for (int i = 0; i < rows; i += format.lhs_rows, lhs_panel += lhs_panel_bytes) {
             kernel.micro_kernel(lhs_panel, rhs_panel, slice_depth,
                                 std::min(format.lhs_rows, rows - i),
@@ -429,8 +445,40 @@ struct GemmTask {
           }
         }
       }
-      FinishBlock(scratch, row_start, rows, block_start, block_cols, acc_stride);
+      if (!writes_lines) FinishBlock(scratch, row_start, rows, block_start, block_cols, acc_stride);
     }
+  }
+
+  // The tiles of the last depth slice down the block's last rhs panel (from column j), each
+  // writing the finished lines of the tile before it between its steps, the last tile's lines
+  // written after it: the block's results, all of them (write_between_steps).
+  void RunLastTilesWriting(const WorkerScratch& scratch, const char* lhs_panel,
+                           const char* rhs_panel, int slice_depth, int row_start, int rows,
+                           int block_start, int block_cols, int j, int acc_stride,
+                           bool accumulate) const {
+    const int tile_rows = kernel.format.lhs_rows;
+    const std::size_t lhs_panel_bytes = LhsPanelBytes();
+    LinesBetweenSteps lines = lines_between_steps;
+    lines.acc_stride = acc_stride;
+    lines.batches = block_cols / 64;
+    std::fill(std::begin(lines.exact_vectors), std::end(lines.exact_vectors), 0);
+    lines.exact_owed = false;
+    std::uint8_t* const results =
+        static_cast<std::uint8_t*>(const_cast<void*>(target.result.data)) +
+        static_cast<std::ptrdiff_t>(row_start) * lines.result_stride + chunk_start + block_start;
+    const auto aim = [&](int first_line, int count) {
+      lines.Aim(scratch.acc + static_cast<std::ptrdiff_t>(first_line) * acc_stride,
+                scratch.row_parts + first_line,
+                results + static_cast<std::ptrdiff_t>(first_line) * lines.result_stride, count);
+    };
+    aim(0, 0);
+    for (int i = 0; i < rows; i += tile_rows, lhs_panel += lhs_panel_bytes) {
+      kernel.micro_kernel_writing(lhs_panel, rhs_panel, slice_depth, std::min(tile_rows, rows - i),
+                                  scratch.acc + static_cast<std::ptrdiff_t>(i) * acc_stride + j,
+                                  acc_stride, accumulate, &lines);
+      aim(i, std::min(tile_rows, rows - i));
+    }
+    kernel.write_lines(&lines);
   }
 
   // Hands the block of raw sums in scratch.acc, task rows [row_start, row_start + rows) by chunk
@@ -644,6 +692,43 @@ void ThrowIfPackingFoundOutside(const RangeBits& scan, const std::atomic<std::ui
   if (!RangeBits{scan.bias, scan.above, found.load(std::memory_order_relaxed)}.InRange()) {
     ThrowOutsideDeclaredRange(range, "packing");
   }
+}
+
+// Where `kernel` writes the results between its tile's steps (LinesBetweenSteps) for a GEMM whose
+// writer would owe each line (task lhs row) its separable term alone, nothing along it, and then
+// run `program`: a QuantizeDown of one multiplier and a right shift that the saturating cast to
+// bytes follows, into lines that lie along the result's memory; true with `lines` set up.
+bool WritesBetweenSteps(const KernelImplementation& kernel, const OutputProgram& program,
+                        const MatrixView& result, bool transposed, std::int32_t along_factor,
+                        LinesBetweenSteps* lines) {
+  if (kernel.micro_kernel_writing == nullptr || along_factor != 0 || program.count != 2 ||
+      (transposed ? result.order != Order::kColMajor : result.order != Order::kRowMajor)) {
+    return false;
+  }
+  const bool signed_results = result.type == ElementType::kInt8;
+  if (!signed_results && result.type != ElementType::kUint8) return false;
+  const OutputInstruction& scale = program.instructions[0];
+  const OutputInstruction& cast = program.instructions[1];
+  if (scale.opcode != OutputOpcode::kScaleByFixedPoint || scale.first.per_channel != nullptr ||
+      scale.second.per_channel != nullptr || scale.second.value > 0 ||
+      cast.opcode != OutputOpcode::kClamp || cast.offset != (signed_results ? -128 : 0) ||
+      cast.limit != (signed_results ? 127 : 255)) {
+    return false;
+  }
+  const int right_shift = -scale.second.value;
+  const output_writer::ByteScaleConstants constants(scale.first.value, right_shift, scale.offset);
+  if (!constants.usable) return false;
+  *lines = {};
+  lines->multiplier = constants.multiplier;
+  lines->addend = constants.addend;
+  lines->magic = constants.magic;
+  lines->window = constants.window;
+  lines->scale_multiplier = scale.first.value;
+  lines->scale_offset = scale.offset;
+  lines->right_shift = right_shift;
+  lines->signed_results = signed_results;
+  lines->result_stride = result.stride;
+  return true;
 }
 
 }  // namespace
@@ -905,6 +990,13 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
       task.result_rescale = rescale;
     }
   }
+  // The writer's loop for terms along its lines only (kLineTerms): uniform offsets, and no rescale
+  // nor scaled terms.
+  task.write_between_steps =
+      output_writer != nullptr && !direct && separable_terms && task.rescale == nullptr &&
+      task.separable.sum_factor == 1 &&
+      WritesBetweenSteps(kernel, *target.program, target.result, transposed,
+                         task.separable.col_factor, &task.lines_between_steps);
   task.lhs_requantization = lhs_requantization;
   task.rhs_requantization = rhs_requantization;
   task.scale_requantized = scale_requantized;

@@ -163,6 +163,55 @@ using DirectRhsFunction = void (*)(const void* lhs, std::ptrdiff_t lhs_stride, i
                                    RangeBits* range);
 constexpr int kMaxDirectRhsRows = 8;
 
+// Lines of finished sums (offset terms owed: one per line) that a kernel writes as 8-bit results
+// of a QuantizeDown and the saturating cast to their type, 64 entries at a time, between the steps
+// of its next tile: its multiply-adds leave vector ports idle that the output's conversions use
+// (doc/design.md, "Output written between the tile's steps"). The scale runs in the float form of
+// ByteScaleConstants (lowbit/internal/output/output_line.h), and a vector with a lane in its
+// window takes the exact arithmetic after the tile, as the writer's batches do.
+struct LinesBetweenSteps {
+  // The same for every line of a GEMM.
+  float multiplier, addend, magic;  // ByteScaleConstants'
+  std::int32_t window;
+  std::int32_t scale_multiplier, scale_offset;  // the QuantizeDown's own, for the exact arithmetic
+  int right_shift;
+  bool signed_results;  // int8 results, else uint8
+  int acc_stride;
+  std::ptrdiff_t result_stride;
+  // The run of lines: `lines` lines of `batches` batches of 64 sums each, line l's from
+  // sums + l * acc_stride on, its term terms[l], its results from results + l * result_stride on.
+  const std::int32_t* sums;
+  const std::int32_t* terms;
+  std::uint8_t* results;
+  int lines;
+  int batches;
+  // What is written: the batches before (line, batch), and each line's vectors owed the exact
+  // arithmetic, a bit each, 4 a batch. At most kMaxLines lines of kMaxBatches batches.
+  static constexpr int kMaxLines = 8;
+  static constexpr int kMaxBatches = 8;
+  int line;
+  int batch;
+  bool exact_owed;
+  std::uint32_t exact_vectors[kMaxLines];
+
+  void Aim(const std::int32_t* first_sums, const std::int32_t* first_terms,
+           std::uint8_t* first_results, int line_count) {
+    sums = first_sums;
+    terms = first_terms;
+    results = first_results;
+    lines = line_count;
+    line = 0;
+    batch = 0;
+  }
+};
+
+// micro_kernel that also writes `lines` (all of them by the time it returns), their batches
+// spread between its steps.
+using MicroKernelWritingFunction = void (*)(const void* lhs_panel, const void* rhs_panel,
+                                            int padded_depth, int rows, std::int32_t* acc,
+                                            int acc_stride, bool accumulate,
+                                            LinesBetweenSteps* lines);
+
 struct KernelImplementation {
   Kernel kernel;
   KernelFormat format;
@@ -195,6 +244,10 @@ struct KernelImplementation {
   // Where the kernel has one, the driver runs each rhs panel's column of tiles through it rather
   // than calling micro_kernel a panel at a time. Or null.
   MicroKernelColumnFunction micro_kernel_column = nullptr;
+  // Where the kernel has them: micro_kernel writing lines between its steps, and the same lines
+  // written alone (those of a block's last tiles). Or null.
+  MicroKernelWritingFunction micro_kernel_writing = nullptr;
+  void (*write_lines)(LinesBetweenSteps* lines) = nullptr;
 };
 
 const KernelImplementation& ReferenceKernel();

@@ -51,6 +51,86 @@ struct ByteRhsSteps {
   static void Finish(__m512i&, __m512i&) {}
 };
 
+// Writing LinesBetweenSteps: a batch is 64 sums of a line, 4 vectors, with its term added, in the
+// float form (rounding to nearest whatever MXCSR says), narrowed to 64 bytes and stored; the
+// vectors with a lane in the window are marked for WriteExactVectors.
+constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+
+__attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) {
+  if (lines->line == lines->lines) return;
+  const std::ptrdiff_t entry = std::ptrdiff_t{64} * lines->batch;
+  const std::int32_t* const sums =
+      lines->sums + static_cast<std::ptrdiff_t>(lines->line) * lines->acc_stride + entry;
+  const __m512i term = _mm512_set1_epi32(lines->terms[lines->line]);
+  const __m512 multiplier = _mm512_set1_ps(lines->multiplier);
+  const __m512 addend = _mm512_set1_ps(lines->addend);
+  const __m512 magic = _mm512_set1_ps(lines->magic);
+  const __m512i window = _mm512_set1_epi32(lines->window);
+  __m512i v[4];
+  __mmask16 outside[4];
+  for (int j = 0; j < 4; ++j) {
+    const __m512i x = _mm512_add_epi32(term, _mm512_loadu_si512(sums + 16 * j));
+    const __m512 t =
+        _mm512_fmadd_round_ps(_mm512_cvt_roundepi32_ps(x, kNearest), multiplier, addend, kNearest);
+    outside[j] = _mm512_test_epi32_mask(
+        _mm512_castps_si512(_mm512_add_round_ps(t, magic, kNearest)), window);
+    v[j] = _mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  }
+  const __m512i words[2] = {_mm512_packs_epi32(v[0], v[1]), _mm512_packs_epi32(v[2], v[3])};
+  const __m512i bytes = lines->signed_results ? _mm512_packs_epi16(words[0], words[1])
+                                              : _mm512_packus_epi16(words[0], words[1]);
+  // The packs interleave the four vectors' 128-bit lanes; back to entry order.
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  _mm512_storeu_si512(
+      lines->results + static_cast<std::ptrdiff_t>(lines->line) * lines->result_stride + entry,
+      _mm512_permutexvar_epi32(order, bytes));
+  const __mmask16 all =
+      _kand_mask16(_kand_mask16(outside[0], outside[1]), _kand_mask16(outside[2], outside[3]));
+  if (__builtin_expect(all != 0xFFFF, 0)) {
+    for (int j = 0; j < 4; ++j) {
+      if (outside[j] != 0xFFFF) lines->exact_vectors[lines->line] |= 1u << (lines->batch * 4 + j);
+    }
+    lines->exact_owed = true;
+  }
+  if (++lines->batch == lines->batches) {
+    lines->batch = 0;
+    ++lines->line;
+  }
+}
+
+// The marked vectors again, by the exact arithmetic (QuantizeDownScale, the writer's).
+__attribute__((noinline)) void WriteExactVectors(LinesBetweenSteps* lines) {
+  using fixedpoint::Avx512Int32x16;
+  const fixedpoint::QuantizeDownScale<Avx512Int32x16> exact(
+      Avx512Int32x16{_mm512_set1_epi32(lines->scale_multiplier)}, lines->right_shift,
+      Avx512Int32x16{_mm512_set1_epi32(lines->scale_offset)});
+  for (int line = 0; line < lines->lines; ++line) {
+    const std::int32_t* const sums =
+        lines->sums + static_cast<std::ptrdiff_t>(line) * lines->acc_stride;
+    std::uint8_t* const results =
+        lines->results + static_cast<std::ptrdiff_t>(line) * lines->result_stride;
+    for (std::uint32_t marked = lines->exact_vectors[line]; marked != 0; marked &= marked - 1) {
+      const int entry = __builtin_ctz(marked) * 16;  // 4 vectors of 16 a batch
+      const __m512i x =
+          _mm512_add_epi32(_mm512_set1_epi32(lines->terms[line]), _mm512_loadu_si512(sums + entry));
+      const __m512i v = exact(Avx512Int32x16{x}).v;
+      const __m128i bytes =
+          lines->signed_results
+              ? _mm512_cvtsepi32_epi8(v)
+              : _mm512_cvtusepi32_epi8(_mm512_max_epi32(v, _mm512_setzero_si512()));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(results + entry), bytes);
+    }
+    lines->exact_vectors[line] = 0;
+  }
+  lines->exact_owed = false;
+}
+
+// Writes what is left of `lines`.
+void WriteLinesAlone(LinesBetweenSteps* lines) {
+  while (lines->line < lines->lines) WriteBatch(lines);
+  if (lines->exact_owed) WriteExactVectors(lines);
+}
+
 // The tile: each step, every row's 4-byte lhs group is broadcast against the two rhs vectors that
 // RhsSteps reads, and Products adds each pair to the int32 sums: 16 accumulators of the 32 zmm
 // registers. The 6-row tile of the 16-register ISAs (kernel_pairs_x86.h) ran 8 to 11% slower at
@@ -99,10 +179,12 @@ struct EightRowTile {
 
   // The first kUsedRows rows of the tile. The accumulators are arrays indexed only in loops that
   // GCC unrolls completely, so they live in registers (checked in the disassembly).
-  template <int kUsedRows>
+  // With kWriting, `lines` are written a batch every two steps (LinesBetweenSteps), the rest after
+  // the tile's stores.
+  template <int kUsedRows, bool kWriting = false>
   __attribute__((noinline)) static void Rows(const std::uint8_t* lhs, const std::uint8_t* rhs,
                                              int padded_depth, std::int32_t* acc, int acc_stride,
-                                             bool accumulate) {
+                                             bool accumulate, LinesBetweenSteps* lines = nullptr) {
     PrefetchAccumulatorRows(acc, acc_stride, kUsedRows, kCols);
     __m512i sums[kUsedRows][2];
     // Up to 4 rows (a short lhs: a matrix-vector product has one row) leave registers to spare:
@@ -132,6 +214,15 @@ struct EightRowTile {
         sums[i][1] = _mm512_add_epi32(sums[i][1], odd[i][1]);
       }
     }
+    if constexpr (kWriting) {
+      for (; d + 2 * kDepth <= padded_depth; d += 2 * kDepth) {
+        MultiplyStep<kUsedRows>(lhs, rhs, sums);
+        MultiplyStep<kUsedRows>(lhs + kLhsStepBytes, rhs + RhsSteps::kStepBytes, sums);
+        WriteBatch(lines);
+        lhs += 2 * kLhsStepBytes;
+        rhs += 2 * RhsSteps::kStepBytes;
+      }
+    }
     for (; d < padded_depth; d += kDepth) {
       PrefetchRhs(rhs, RhsSteps::kStepBytes);
       MultiplyStep<kUsedRows>(lhs, rhs, sums);
@@ -150,6 +241,7 @@ struct EightRowTile {
       _mm512_storeu_si512(row, low);
       _mm512_storeu_si512(row + 16, high);
     }
+    if constexpr (kWriting) WriteLinesAlone(lines);
   }
 
   // A MicroKernelFunction: a short last panel multiplies only its real rows.
@@ -172,6 +264,22 @@ struct EightRowTile {
 };
 
 using Tile = EightRowTile<ByteDotProducts, ByteRhsSteps>;
+
+// A MicroKernelWritingFunction: whole panels write between their steps, a short last one after.
+void MicroKernelWriting(const void* lhs_panel, const void* rhs_panel, int padded_depth, int rows,
+                        std::int32_t* acc, int acc_stride, bool accumulate,
+                        LinesBetweenSteps* lines) {
+  static_assert(ByteRhsSteps::kMaxDepth == std::numeric_limits<int>::max(),
+                "one call of Rows takes any depth");
+  if (rows < Tile::kRows) {
+    Tile::MicroKernel(lhs_panel, rhs_panel, padded_depth, rows, acc, acc_stride, accumulate);
+    WriteLinesAlone(lines);
+    return;
+  }
+  Tile::Rows<Tile::kRows, true>(static_cast<const std::uint8_t*>(lhs_panel),
+                                static_cast<const std::uint8_t*>(rhs_panel), padded_depth, acc,
+                                acc_stride, accumulate, lines);
+}
 constexpr KernelFormat kFormat = Tile::kFormat;
 
 void PackLhsAvx512Vnni(const MatrixView& source, int start, int count, int depth_start, int depth,
@@ -282,7 +390,11 @@ const KernelImplementation& Avx512VnniKernel() {
                                                    nullptr,
                                                    nullptr,
                                                    &PackLhsRequantizingAvx512Vnni,
-                                                   &PackRhsRequantizingAvx512Vnni};
+                                                   &PackRhsRequantizingAvx512Vnni,
+                                                   0,
+                                                   nullptr,
+                                                   &MicroKernelWriting,
+                                                   &WriteLinesAlone};
   return implementation;
 }
 
