@@ -337,7 +337,7 @@ TEST_P(PipelineTest, PipelinesMatchStagesAppliedToReference) {
 // result lines of whole 64-entry batches along the result's memory, in the last depth slice.
 // Shapes with tiles short of 8 rows, two depth slices, blocks of 64 to 512 columns and others;
 // scales that saturate both ends, the benchmarks' (whose float form sends about one batch in 8
-// to the exact arithmetic) and the widest window's.
+// to the exact arithmetic) and the widest window's; with a bias by rows or by columns.
 TEST_P(PipelineTest, ResultsWrittenBetweenTileStepsMatchStagesAppliedToReference) {
   const Shape shapes[] = {{64, 64, 64},   {256, 100, 70}, {100, 256, 1000},
                           {192, 320, 33}, {128, 61, 64},  {512, 512, 9}};
@@ -351,6 +351,23 @@ TEST_P(PipelineTest, ResultsWrittenBetweenTileStepsMatchStagesAppliedToReference
                       OutputStageSaturatingCastToInt8{});
   std::uint32_t index = 11;
   for (const Shape& shape : shapes) {
+    // A layer's bias before the scale, by rows and by columns (across the written lines or along
+    // them, whichever way the result runs).
+    std::mt19937 random(index);
+    std::uniform_int_distribution<std::int32_t> bias_value(-3000000, 3000000);
+    std::vector<std::int32_t> row_bias(shape.rows), col_bias(shape.cols);
+    for (auto& v : row_bias) v = bias_value(random);
+    for (auto& v : col_bias) v = bias_value(random);
+    const auto biased_by_rows = std::make_tuple(
+        OutputStageBiasAddition{VectorMap<const std::int32_t>(row_bias.data(), shape.rows),
+                                ChannelAxis::kRow},
+        OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 15, 128},
+        OutputStageSaturatingCastToUint8{});
+    const auto biased_by_cols = std::make_tuple(
+        OutputStageBiasAddition{VectorMap<const std::int32_t>(col_bias.data(), shape.cols),
+                                ChannelAxis::kCol},
+        OutputStageQuantizeDownInt32ByFixedPoint{1518500250, 9, -3},
+        OutputStageSaturatingCastToInt8{});
     for (Order result_order : {Order::kColMajor, Order::kRowMajor}) {
       Problem problem = MakeProblem(shape, index++);
       problem.result_order = result_order;
@@ -359,6 +376,8 @@ TEST_P(PipelineTest, ResultsWrittenBetweenTileStepsMatchStagesAppliedToReference
       CheckProblemAnyTypes(&context_, problem, saturating);
       CheckProblemAnyTypes(&context_, problem, benchmarks);
       CheckProblemAnyTypes(&context_, problem, widest_window);
+      CheckProblemAnyTypes(&context_, problem, biased_by_rows);
+      CheckProblemAnyTypes(&context_, problem, biased_by_cols);
       if (HasFatalFailure()) return;
     }
   }

@@ -463,11 +463,14 @@ struct GemmTask {
     lines.batches = block_cols / 64;
     std::fill(std::begin(lines.exact_vectors), std::end(lines.exact_vectors), 0);
     lines.exact_owed = false;
+    lines.entry_bias =
+        lines.bias_by_col != nullptr ? lines.bias_by_col + chunk_start + block_start : nullptr;
     std::uint8_t* const results =
         static_cast<std::uint8_t*>(const_cast<void*>(target.result.data)) +
         static_cast<std::ptrdiff_t>(row_start) * lines.result_stride + chunk_start + block_start;
     const auto aim = [&](int first_line, int count) {
-      lines.Aim(scratch.acc + static_cast<std::ptrdiff_t>(first_line) * acc_stride,
+      lines.Aim(row_start + first_line,
+                scratch.acc + static_cast<std::ptrdiff_t>(first_line) * acc_stride,
                 scratch.row_parts + first_line,
                 results + static_cast<std::ptrdiff_t>(first_line) * lines.result_stride, count);
     };
@@ -696,19 +699,23 @@ void ThrowIfPackingFoundOutside(const RangeBits& scan, const std::atomic<std::ui
 
 // Where `kernel` writes the results between its tile's steps (LinesBetweenSteps) for a GEMM whose
 // writer would owe each line (task lhs row) its separable term alone, nothing along it, and then
-// run `program`: a QuantizeDown of one multiplier and a right shift that the saturating cast to
-// bytes follows, into lines that lie along the result's memory; true with `lines` set up.
+// run `program`: an optional bias, a QuantizeDown of one multiplier and a right shift, and the
+// saturating cast to bytes, into lines that lie along the result's memory; true with `lines` set
+// up.
 bool WritesBetweenSteps(const KernelImplementation& kernel, const OutputProgram& program,
                         const MatrixView& result, bool transposed, std::int32_t along_factor,
                         LinesBetweenSteps* lines) {
-  if (kernel.micro_kernel_writing == nullptr || along_factor != 0 || program.count != 2 ||
+  const bool biased = program.count == 3;
+  if (kernel.micro_kernel_writing == nullptr || along_factor != 0 ||
+      (program.count != 2 && !biased) ||
+      (biased && program.instructions[0].opcode != OutputOpcode::kAdd) ||
       (transposed ? result.order != Order::kColMajor : result.order != Order::kRowMajor)) {
     return false;
   }
   const bool signed_results = result.type == ElementType::kInt8;
   if (!signed_results && result.type != ElementType::kUint8) return false;
-  const OutputInstruction& scale = program.instructions[0];
-  const OutputInstruction& cast = program.instructions[1];
+  const OutputInstruction& scale = program.instructions[biased ? 1 : 0];
+  const OutputInstruction& cast = program.instructions[biased ? 2 : 1];
   if (scale.opcode != OutputOpcode::kScaleByFixedPoint || scale.first.per_channel != nullptr ||
       scale.second.per_channel != nullptr || scale.second.value > 0 ||
       cast.opcode != OutputOpcode::kClamp || cast.offset != (signed_results ? -128 : 0) ||
@@ -728,6 +735,17 @@ bool WritesBetweenSteps(const KernelImplementation& kernel, const OutputProgram&
   lines->right_shift = right_shift;
   lines->signed_results = signed_results;
   lines->result_stride = result.stride;
+  if (biased) {
+    // A result row is a task row unless the task is transposed.
+    const ChannelParameter& bias = program.instructions[0].first;
+    if (bias.per_channel == nullptr) {
+      lines->bias = bias.value;
+    } else if ((bias.axis == ChannelAxis::kRow) != transposed) {
+      lines->bias_by_row = bias.per_channel;
+    } else {
+      lines->bias_by_col = bias.per_channel;
+    }
+  }
   return true;
 }
 

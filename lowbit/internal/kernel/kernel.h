@@ -178,10 +178,18 @@ struct LinesBetweenSteps {
   bool signed_results;  // int8 results, else uint8
   int acc_stride;
   std::ptrdiff_t result_stride;
+  // A bias added before the scale (the program's kAdd), in wrapping int32 arithmetic: one value,
+  // and values by task row (across the lines) or by task column (along them), or null.
+  std::int32_t bias;
+  const std::int32_t* bias_by_row;
+  const std::int32_t* bias_by_col;
   // The run of lines: `lines` lines of `batches` batches of 64 sums each, line l's from
-  // sums + l * acc_stride on, its term terms[l], its results from results + l * result_stride on.
+  // sums + l * acc_stride on, its term terms[l] and line_bias[l], its entries' entry_bias[0 ..]
+  // (either null for none), its results from results + l * result_stride on.
   const std::int32_t* sums;
   const std::int32_t* terms;
+  const std::int32_t* line_bias;
+  const std::int32_t* entry_bias;
   std::uint8_t* results;
   int lines;
   int batches;
@@ -194,14 +202,23 @@ struct LinesBetweenSteps {
   bool exact_owed;
   std::uint32_t exact_vectors[kMaxLines];
 
-  void Aim(const std::int32_t* first_sums, const std::int32_t* first_terms,
+  // Aims at the run of `line_count` lines from task row `row`, their sums, terms and results
+  // from the given ones on.
+  void Aim(int row, const std::int32_t* first_sums, const std::int32_t* first_terms,
            std::uint8_t* first_results, int line_count) {
     sums = first_sums;
     terms = first_terms;
+    line_bias = bias_by_row != nullptr ? bias_by_row + row : nullptr;
     results = first_results;
     lines = line_count;
     line = 0;
     batch = 0;
+  }
+  // The value the scale takes for line l's sums: the line's term and bias, wrapping.
+  std::int32_t LineAddend(int l) const {
+    std::uint32_t addend = static_cast<std::uint32_t>(terms[l]) + static_cast<std::uint32_t>(bias);
+    if (line_bias != nullptr) addend += static_cast<std::uint32_t>(line_bias[l]);
+    return static_cast<std::int32_t>(addend);
   }
 };
 

@@ -1,6 +1,7 @@
 // The AVX-512 VNNI kernel (compiled with -mavx512f -mavx512bw -mavx512vnni): an 8-row register
 // tile, 8 rows by 32 columns, where one vpdpbusd multiplies 4 depth values of unsigned rhs bytes by
-// a signed lhs group and adds them to an int32 lane. Its direct product of a short lhs with an rhs
+// a signed lhs group and adds them to an int32 lane; the tile can write a block's 8-bit results
+// between its steps (LinesBetweenSteps, kernel.h). Its direct product of a short lhs with an rhs
 // read unpacked is direct_rhs_avx512vnni.cc.
 #include <algorithm>
 #include <cstddef>
@@ -61,7 +62,7 @@ __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) 
   const std::ptrdiff_t entry = std::ptrdiff_t{64} * lines->batch;
   const std::int32_t* const sums =
       lines->sums + static_cast<std::ptrdiff_t>(lines->line) * lines->acc_stride + entry;
-  const __m512i term = _mm512_set1_epi32(lines->terms[lines->line]);
+  const __m512i term = _mm512_set1_epi32(lines->LineAddend(lines->line));
   const __m512 multiplier = _mm512_set1_ps(lines->multiplier);
   const __m512 addend = _mm512_set1_ps(lines->addend);
   const __m512 magic = _mm512_set1_ps(lines->magic);
@@ -69,7 +70,10 @@ __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) 
   __m512i v[4];
   __mmask16 outside[4];
   for (int j = 0; j < 4; ++j) {
-    const __m512i x = _mm512_add_epi32(term, _mm512_loadu_si512(sums + 16 * j));
+    __m512i x = _mm512_add_epi32(term, _mm512_loadu_si512(sums + 16 * j));
+    if (lines->entry_bias != nullptr) {
+      x = _mm512_add_epi32(x, _mm512_loadu_si512(lines->entry_bias + entry + 16 * j));
+    }
     const __m512 t =
         _mm512_fmadd_round_ps(_mm512_cvt_roundepi32_ps(x, kNearest), multiplier, addend, kNearest);
     outside[j] = _mm512_test_epi32_mask(
@@ -111,8 +115,11 @@ __attribute__((noinline)) void WriteExactVectors(LinesBetweenSteps* lines) {
         lines->results + static_cast<std::ptrdiff_t>(line) * lines->result_stride;
     for (std::uint32_t marked = lines->exact_vectors[line]; marked != 0; marked &= marked - 1) {
       const int entry = __builtin_ctz(marked) * 16;  // 4 vectors of 16 a batch
-      const __m512i x =
-          _mm512_add_epi32(_mm512_set1_epi32(lines->terms[line]), _mm512_loadu_si512(sums + entry));
+      __m512i x = _mm512_add_epi32(_mm512_set1_epi32(lines->LineAddend(line)),
+                                   _mm512_loadu_si512(sums + entry));
+      if (lines->entry_bias != nullptr) {
+        x = _mm512_add_epi32(x, _mm512_loadu_si512(lines->entry_bias + entry));
+      }
       const __m512i v = exact(Avx512Int32x16{x}).v;
       const __m128i bytes =
           lines->signed_results
