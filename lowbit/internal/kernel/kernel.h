@@ -184,41 +184,44 @@ struct LinesBetweenSteps {
   const std::int32_t* bias_by_row;
   const std::int32_t* bias_by_col;
   // The run of lines: `lines` lines of `batches` batches of 64 sums each, line l's from
-  // sums + l * acc_stride on, its term terms[l] and line_bias[l], its entries' entry_bias[0 ..]
-  // (either null for none), its results from results + l * result_stride on.
+  // sums + l * acc_stride on, what its sums are owed line_addends[l] (its offset term and bias)
+  // and its entries' bias entry_bias[0 ..] (or null for none), its results from
+  // results + l * result_stride on.
+  static constexpr int kMaxLines = 8;
+  static constexpr int kMaxBatches = 8;
   const std::int32_t* sums;
-  const std::int32_t* terms;
-  const std::int32_t* line_bias;
+  const std::int32_t* line_addends;
+  std::int32_t biased_terms[kMaxLines];  // line_addends where there is a bias across the lines
   const std::int32_t* entry_bias;
   std::uint8_t* results;
   int lines;
   int batches;
   // What is written: the batches before (line, batch), and each line's vectors owed the exact
-  // arithmetic, a bit each, 4 a batch. At most kMaxLines lines of kMaxBatches batches.
-  static constexpr int kMaxLines = 8;
-  static constexpr int kMaxBatches = 8;
+  // arithmetic, a bit each, 4 a batch.
   int line;
   int batch;
   bool exact_owed;
   std::uint32_t exact_vectors[kMaxLines];
 
-  // Aims at the run of `line_count` lines from task row `row`, their sums, terms and results
-  // from the given ones on.
-  void Aim(int row, const std::int32_t* first_sums, const std::int32_t* first_terms,
+  // Aims at the run of `line_count` lines (at most kMaxLines) from task row `row`, their sums,
+  // offset terms and results from the given ones on.
+  void Aim(int row, const std::int32_t* first_sums, const std::int32_t* terms,
            std::uint8_t* first_results, int line_count) {
     sums = first_sums;
-    terms = first_terms;
-    line_bias = bias_by_row != nullptr ? bias_by_row + row : nullptr;
+    line_addends = terms;
+    if (bias != 0 || bias_by_row != nullptr) {
+      for (int l = 0; l < line_count; ++l) {
+        std::uint32_t addend =
+            static_cast<std::uint32_t>(terms[l]) + static_cast<std::uint32_t>(bias);
+        if (bias_by_row != nullptr) addend += static_cast<std::uint32_t>(bias_by_row[row + l]);
+        biased_terms[l] = static_cast<std::int32_t>(addend);
+      }
+      line_addends = biased_terms;
+    }
     results = first_results;
     lines = line_count;
     line = 0;
     batch = 0;
-  }
-  // The value the scale takes for line l's sums: the line's term and bias, wrapping.
-  std::int32_t LineAddend(int l) const {
-    std::uint32_t addend = static_cast<std::uint32_t>(terms[l]) + static_cast<std::uint32_t>(bias);
-    if (line_bias != nullptr) addend += static_cast<std::uint32_t>(line_bias[l]);
-    return static_cast<std::int32_t>(addend);
   }
 };
 

@@ -57,12 +57,13 @@ struct ByteRhsSteps {
 // vectors with a lane in the window are marked for WriteExactVectors.
 constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
+template <bool kEntryBias>
 __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) {
   if (lines->line == lines->lines) return;
   const std::ptrdiff_t entry = std::ptrdiff_t{64} * lines->batch;
   const std::int32_t* const sums =
       lines->sums + static_cast<std::ptrdiff_t>(lines->line) * lines->acc_stride + entry;
-  const __m512i term = _mm512_set1_epi32(lines->LineAddend(lines->line));
+  const __m512i term = _mm512_set1_epi32(lines->line_addends[lines->line]);
   const __m512 multiplier = _mm512_set1_ps(lines->multiplier);
   const __m512 addend = _mm512_set1_ps(lines->addend);
   const __m512 magic = _mm512_set1_ps(lines->magic);
@@ -71,9 +72,7 @@ __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) 
   __mmask16 outside[4];
   for (int j = 0; j < 4; ++j) {
     __m512i x = _mm512_add_epi32(term, _mm512_loadu_si512(sums + 16 * j));
-    if (lines->entry_bias != nullptr) {
-      x = _mm512_add_epi32(x, _mm512_loadu_si512(lines->entry_bias + entry + 16 * j));
-    }
+    if (kEntryBias) x = _mm512_add_epi32(x, _mm512_loadu_si512(lines->entry_bias + entry + 16 * j));
     const __m512 t =
         _mm512_fmadd_round_ps(_mm512_cvt_roundepi32_ps(x, kNearest), multiplier, addend, kNearest);
     outside[j] = _mm512_test_epi32_mask(
@@ -115,7 +114,7 @@ __attribute__((noinline)) void WriteExactVectors(LinesBetweenSteps* lines) {
         lines->results + static_cast<std::ptrdiff_t>(line) * lines->result_stride;
     for (std::uint32_t marked = lines->exact_vectors[line]; marked != 0; marked &= marked - 1) {
       const int entry = __builtin_ctz(marked) * 16;  // 4 vectors of 16 a batch
-      __m512i x = _mm512_add_epi32(_mm512_set1_epi32(lines->LineAddend(line)),
+      __m512i x = _mm512_add_epi32(_mm512_set1_epi32(lines->line_addends[line]),
                                    _mm512_loadu_si512(sums + entry));
       if (lines->entry_bias != nullptr) {
         x = _mm512_add_epi32(x, _mm512_loadu_si512(lines->entry_bias + entry));
@@ -134,7 +133,11 @@ __attribute__((noinline)) void WriteExactVectors(LinesBetweenSteps* lines) {
 
 // Writes what is left of `lines`.
 void WriteLinesAlone(LinesBetweenSteps* lines) {
-  while (lines->line < lines->lines) WriteBatch(lines);
+  if (lines->entry_bias != nullptr) {
+    while (lines->line < lines->lines) WriteBatch<true>(lines);
+  } else {
+    while (lines->line < lines->lines) WriteBatch<false>(lines);
+  }
   if (lines->exact_owed) WriteExactVectors(lines);
 }
 
@@ -187,8 +190,8 @@ struct EightRowTile {
   // The first kUsedRows rows of the tile. The accumulators are arrays indexed only in loops that
   // GCC unrolls completely, so they live in registers (checked in the disassembly).
   // With kWriting, `lines` are written a batch every two steps (LinesBetweenSteps), the rest after
-  // the tile's stores.
-  template <int kUsedRows, bool kWriting = false>
+  // the tile's stores; kEntryBias says whether they have lines->entry_bias.
+  template <int kUsedRows, bool kWriting = false, bool kEntryBias = false>
   __attribute__((noinline)) static void Rows(const std::uint8_t* lhs, const std::uint8_t* rhs,
                                              int padded_depth, std::int32_t* acc, int acc_stride,
                                              bool accumulate, LinesBetweenSteps* lines = nullptr) {
@@ -225,7 +228,7 @@ struct EightRowTile {
       for (; d + 2 * kDepth <= padded_depth; d += 2 * kDepth) {
         MultiplyStep<kUsedRows>(lhs, rhs, sums);
         MultiplyStep<kUsedRows>(lhs + kLhsStepBytes, rhs + RhsSteps::kStepBytes, sums);
-        WriteBatch(lines);
+        WriteBatch<kEntryBias>(lines);
         lhs += 2 * kLhsStepBytes;
         rhs += 2 * RhsSteps::kStepBytes;
       }
@@ -283,9 +286,13 @@ void MicroKernelWriting(const void* lhs_panel, const void* rhs_panel, int padded
     WriteLinesAlone(lines);
     return;
   }
-  Tile::Rows<Tile::kRows, true>(static_cast<const std::uint8_t*>(lhs_panel),
-                                static_cast<const std::uint8_t*>(rhs_panel), padded_depth, acc,
-                                acc_stride, accumulate, lines);
+  const auto* lhs = static_cast<const std::uint8_t*>(lhs_panel);
+  const auto* rhs = static_cast<const std::uint8_t*>(rhs_panel);
+  if (lines->entry_bias != nullptr) {
+    Tile::Rows<Tile::kRows, true, true>(lhs, rhs, padded_depth, acc, acc_stride, accumulate, lines);
+  } else {
+    Tile::Rows<Tile::kRows, true>(lhs, rhs, padded_depth, acc, acc_stride, accumulate, lines);
+  }
 }
 constexpr KernelFormat kFormat = Tile::kFormat;
 
