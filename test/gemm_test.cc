@@ -130,6 +130,11 @@ void CheckProblemAnyTypes(Context* context, const Problem& problem, const Pipeli
   }
 }
 
+template <typename... Pipelines>
+void CheckProblemWithEach(Context* context, const Problem& problem, const Pipelines&... pipelines) {
+  (CheckProblemAnyTypes(context, problem, pipelines), ...);
+}
+
 class GemmTest : public testing::TestWithParam<PathSetting> {
  protected:
   void SetUp() override { Configure(&context_, GetParam()); }
@@ -320,13 +325,8 @@ TEST_P(PipelineTest, PipelinesMatchStagesAppliedToReference) {
             VectorMap<const std::int32_t>(row_shifts.data(), shape.rows), 0, ChannelAxis::kRow},
         OutputStageShiftByPOT{-2, Rounding::kNearest, 0});
     for (std::uint32_t variant = 0; variant < 8; ++variant) {
-      const Problem problem = MakeProblem(shape, index++);
-      CheckProblemAnyTypes(&context_, problem, to_uint8);
-      CheckProblemAnyTypes(&context_, problem, to_int8);
-      CheckProblemAnyTypes(&context_, problem, to_int16);
-      CheckProblemAnyTypes(&context_, problem, activations);
-      CheckProblemAnyTypes(&context_, problem, logistic);
-      CheckProblemAnyTypes(&context_, problem, int32_result);
+      CheckProblemWithEach(&context_, MakeProblem(shape, index++), to_uint8, to_int8, to_int16,
+                           activations, logistic, int32_result);
       if (HasFatalFailure()) return;
     }
   }
@@ -373,11 +373,8 @@ TEST_P(PipelineTest, ResultsWrittenBetweenTileStepsMatchStagesAppliedToReference
       problem.result_order = result_order;
       problem.per_channel_offsets = false;
       problem.cancelling_offsets = true;
-      CheckProblemAnyTypes(&context_, problem, saturating);
-      CheckProblemAnyTypes(&context_, problem, benchmarks);
-      CheckProblemAnyTypes(&context_, problem, widest_window);
-      CheckProblemAnyTypes(&context_, problem, biased_by_rows);
-      CheckProblemAnyTypes(&context_, problem, biased_by_cols);
+      CheckProblemWithEach(&context_, problem, saturating, benchmarks, widest_window,
+                           biased_by_rows, biased_by_cols);
       if (HasFatalFailure()) return;
     }
   }
