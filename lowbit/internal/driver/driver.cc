@@ -1008,8 +1008,8 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
       task.result_rescale = rescale;
     }
   }
-  // The writer's loop for terms along its lines only (kLineTerms): uniform offsets, and no rescale
-  // nor scaled terms.
+  // Where the writer would owe each line its own term and nothing along it (Owed::kLineTerms):
+  // uniform offsets, neither a rescale nor scaled terms.
   task.write_between_steps =
       output_writer != nullptr && !direct && separable_terms && task.rescale == nullptr &&
       task.separable.sum_factor == 1 &&

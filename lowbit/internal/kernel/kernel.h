@@ -164,13 +164,13 @@ using DirectRhsFunction = void (*)(const void* lhs, std::ptrdiff_t lhs_stride, i
 constexpr int kMaxDirectRhsRows = 8;
 
 // Lines of finished sums (offset terms owed: one per line) that a kernel writes as 8-bit results
-// of a QuantizeDown and the saturating cast to their type, 64 entries at a time, between the steps
-// of its next tile: its multiply-adds leave vector ports idle that the output's conversions use
-// (doc/design.md, "Output written between the tile's steps"). The scale runs in the float form of
+// of an optional bias, a QuantizeDown and the saturating cast to their type, 64 entries at a time,
+// between the steps of its next tile: its multiply-adds leave vector ports idle that the output's
+// conversions use (doc/design.md, "AVX-512 VNNI"). The scale runs in the float form of
 // ByteScaleConstants (lowbit/internal/output/output_line.h), and a vector with a lane in its
 // window takes the exact arithmetic after the tile, as the writer's batches do.
 struct LinesBetweenSteps {
-  // The same for every line of a GEMM.
+  // The same for every line of a GEMM (acc_stride: of a block).
   float multiplier, addend, magic;  // ByteScaleConstants'
   std::int32_t window;
   std::int32_t scale_multiplier, scale_offset;  // the QuantizeDown's own, for the exact arithmetic
