@@ -407,8 +407,8 @@ struct GemmTask {
       if (kernel.prepare != nullptr) kernel.prepare();
       // The lines of each tile's rows are finished by the last depth slice's tile of the block's
       // last rhs panel, and written during the next tile down the panel.
-      const bool writes_lines = write_between_steps && depth > 0 && block_cols % 64 == 0 &&
-                                block_cols / 64 <= LinesBetweenSteps::kMaxBatches &&
+      const bool writes_lines = write_between_steps && depth > 0 &&
+                                (block_cols + 63) / 64 <= LinesBetweenSteps::kMaxBatches &&
                                 format.lhs_rows <= LinesBetweenSteps::kMaxLines;
       if (depth == 0) {
         std::memset(scratch.acc, 0,
@@ -460,7 +460,10 @@ struct GemmTask {
     const std::size_t lhs_panel_bytes = LhsPanelBytes();
     LinesBetweenSteps lines = lines_between_steps;
     lines.acc_stride = acc_stride;
-    lines.batches = block_cols / 64;
+    lines.batches = (block_cols + 63) / 64;
+    const int last_entries = block_cols - 64 * (lines.batches - 1);
+    lines.last_batch_entries =
+        last_entries == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << last_entries) - 1;
     std::fill(std::begin(lines.exact_vectors), std::end(lines.exact_vectors), 0);
     lines.exact_owed = false;
     lines.entry_bias =

@@ -183,6 +183,8 @@ struct LinesBetweenSteps {
   std::int32_t bias;
   const std::int32_t* bias_by_row;
   const std::int32_t* bias_by_col;
+  // Which of the 64 entries of a line's last batch the line has (all of them, or a first part).
+  std::uint64_t last_batch_entries;
   // The run of lines: `lines` lines of `batches` batches of 64 sums each, line l's from
   // sums + l * acc_stride on, what its sums are owed line_addends[l] (its offset term and bias)
   // and its entries' bias entry_bias[0 ..] (or null for none), its results from

@@ -54,12 +54,12 @@ struct ByteRhsSteps {
 
 // Writing LinesBetweenSteps: a batch is 64 sums of a line, 4 vectors, with its term added, in the
 // float form (rounding to nearest whatever MXCSR says), narrowed to 64 bytes and stored; the
-// vectors with a lane in the window are marked for WriteExactVectors.
+// vectors with a lane in the window are marked for WriteExactVectors. kPart: a line's last batch
+// of fewer entries, loaded and stored under masks (lanes past them count as outside the window).
 constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
-template <bool kEntryBias>
+template <bool kEntryBias, bool kPart>
 __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) {
-  if (lines->line == lines->lines) return;
   const std::ptrdiff_t entry = std::ptrdiff_t{64} * lines->batch;
   const std::int32_t* const sums =
       lines->sums + static_cast<std::ptrdiff_t>(lines->line) * lines->acc_stride + entry;
@@ -68,15 +68,21 @@ __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) 
   const __m512 addend = _mm512_set1_ps(lines->addend);
   const __m512 magic = _mm512_set1_ps(lines->magic);
   const __m512i window = _mm512_set1_epi32(lines->window);
+  const __mmask64 present = kPart ? lines->last_batch_entries : ~__mmask64{0};
   __m512i v[4];
   __mmask16 outside[4];
   for (int j = 0; j < 4; ++j) {
-    __m512i x = _mm512_add_epi32(term, _mm512_loadu_si512(sums + 16 * j));
-    if (kEntryBias) x = _mm512_add_epi32(x, _mm512_loadu_si512(lines->entry_bias + entry + 16 * j));
+    const auto lanes = static_cast<__mmask16>(present >> (16 * j));
+    const auto load = [&](const std::int32_t* values) {
+      return kPart ? _mm512_maskz_loadu_epi32(lanes, values) : _mm512_loadu_si512(values);
+    };
+    __m512i x = _mm512_add_epi32(term, load(sums + 16 * j));
+    if (kEntryBias) x = _mm512_add_epi32(x, load(lines->entry_bias + entry + 16 * j));
     const __m512 t =
         _mm512_fmadd_round_ps(_mm512_cvt_roundepi32_ps(x, kNearest), multiplier, addend, kNearest);
     outside[j] = _mm512_test_epi32_mask(
         _mm512_castps_si512(_mm512_add_round_ps(t, magic, kNearest)), window);
+    if (kPart) outside[j] = _kor_mask16(outside[j], _knot_mask16(lanes));
     v[j] = _mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
   }
   const __m512i words[2] = {_mm512_packs_epi32(v[0], v[1]), _mm512_packs_epi32(v[2], v[3])};
@@ -84,9 +90,13 @@ __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) 
                                               : _mm512_packus_epi16(words[0], words[1]);
   // The packs interleave the four vectors' 128-bit lanes; back to entry order.
   const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  _mm512_storeu_si512(
-      lines->results + static_cast<std::ptrdiff_t>(lines->line) * lines->result_stride + entry,
-      _mm512_permutexvar_epi32(order, bytes));
+  std::uint8_t* const results =
+      lines->results + static_cast<std::ptrdiff_t>(lines->line) * lines->result_stride + entry;
+  if (kPart) {
+    _mm512_mask_storeu_epi8(results, present, _mm512_permutexvar_epi32(order, bytes));
+  } else {
+    _mm512_storeu_si512(results, _mm512_permutexvar_epi32(order, bytes));
+  }
   const __mmask16 all =
       _kand_mask16(_kand_mask16(outside[0], outside[1]), _kand_mask16(outside[2], outside[3]));
   if (__builtin_expect(all != 0xFFFF, 0)) {
@@ -98,6 +108,17 @@ __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) 
   if (++lines->batch == lines->batches) {
     lines->batch = 0;
     ++lines->line;
+  }
+}
+
+// The run's next batch, if any; kLastInPart: lines whose last batch has fewer entries.
+template <bool kEntryBias, bool kLastInPart>
+__attribute__((always_inline)) inline void WriteNextBatch(LinesBetweenSteps* lines) {
+  if (lines->line == lines->lines) return;
+  if (kLastInPart && lines->batch + 1 == lines->batches) {
+    WriteBatch<kEntryBias, true>(lines);
+  } else {
+    WriteBatch<kEntryBias, false>(lines);
   }
 }
 
@@ -113,18 +134,24 @@ __attribute__((noinline)) void WriteExactVectors(LinesBetweenSteps* lines) {
     std::uint8_t* const results =
         lines->results + static_cast<std::ptrdiff_t>(line) * lines->result_stride;
     for (std::uint32_t marked = lines->exact_vectors[line]; marked != 0; marked &= marked - 1) {
-      const int entry = __builtin_ctz(marked) * 16;  // 4 vectors of 16 a batch
+      const int vector = __builtin_ctz(marked);  // 4 vectors of 16 entries a batch
+      const int entry = vector * 16;
+      // The vector's entries: some of a last batch of fewer.
+      const auto lanes = static_cast<__mmask16>(
+          vector / 4 + 1 == lines->batches ? lines->last_batch_entries >> (16 * (vector % 4))
+                                           : 0xFFFF);
       __m512i x = _mm512_add_epi32(_mm512_set1_epi32(lines->line_addends[line]),
-                                   _mm512_loadu_si512(sums + entry));
+                                   _mm512_maskz_loadu_epi32(lanes, sums + entry));
       if (lines->entry_bias != nullptr) {
-        x = _mm512_add_epi32(x, _mm512_loadu_si512(lines->entry_bias + entry));
+        x = _mm512_add_epi32(x, _mm512_maskz_loadu_epi32(lanes, lines->entry_bias + entry));
       }
       const __m512i v = exact(Avx512Int32x16{x}).v;
       const __m128i bytes =
           lines->signed_results
               ? _mm512_cvtsepi32_epi8(v)
               : _mm512_cvtusepi32_epi8(_mm512_max_epi32(v, _mm512_setzero_si512()));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(results + entry), bytes);
+      // A 16-byte store under the mask, through the 512-bit form (AVX-512 BW without VL).
+      _mm512_mask_storeu_epi8(results + entry, __mmask64{lanes}, _mm512_castsi128_si512(bytes));
     }
     lines->exact_vectors[line] = 0;
   }
@@ -133,10 +160,17 @@ __attribute__((noinline)) void WriteExactVectors(LinesBetweenSteps* lines) {
 
 // Writes what is left of `lines`.
 void WriteLinesAlone(LinesBetweenSteps* lines) {
+  const bool last_in_part = ~lines->last_batch_entries != 0;
   if (lines->entry_bias != nullptr) {
-    while (lines->line < lines->lines) WriteBatch<true>(lines);
+    if (last_in_part) {
+      while (lines->line < lines->lines) WriteNextBatch<true, true>(lines);
+    } else {
+      while (lines->line < lines->lines) WriteNextBatch<true, false>(lines);
+    }
+  } else if (last_in_part) {
+    while (lines->line < lines->lines) WriteNextBatch<false, true>(lines);
   } else {
-    while (lines->line < lines->lines) WriteBatch<false>(lines);
+    while (lines->line < lines->lines) WriteNextBatch<false, false>(lines);
   }
   if (lines->exact_owed) WriteExactVectors(lines);
 }
@@ -190,8 +224,10 @@ struct EightRowTile {
   // The first kUsedRows rows of the tile. The accumulators are arrays indexed only in loops that
   // GCC unrolls completely, so they live in registers (checked in the disassembly).
   // With kWriting, `lines` are written a batch every two steps (LinesBetweenSteps), the rest after
-  // the tile's stores; kEntryBias says whether they have lines->entry_bias.
-  template <int kUsedRows, bool kWriting = false, bool kEntryBias = false>
+  // the tile's stores; kEntryBias says whether they have lines->entry_bias, kLastInPart whether
+  // their last batches have fewer entries (their own code: with it, the loop for whole batches
+  // kept more on the stack, and 64^3 ran 1% slower).
+  template <int kUsedRows, bool kWriting = false, bool kEntryBias = false, bool kLastInPart = false>
   __attribute__((noinline)) static void Rows(const std::uint8_t* lhs, const std::uint8_t* rhs,
                                              int padded_depth, std::int32_t* acc, int acc_stride,
                                              bool accumulate, LinesBetweenSteps* lines = nullptr) {
@@ -228,7 +264,7 @@ struct EightRowTile {
       for (; d + 2 * kDepth <= padded_depth; d += 2 * kDepth) {
         MultiplyStep<kUsedRows>(lhs, rhs, sums);
         MultiplyStep<kUsedRows>(lhs + kLhsStepBytes, rhs + RhsSteps::kStepBytes, sums);
-        WriteBatch<kEntryBias>(lines);
+        WriteNextBatch<kEntryBias, kLastInPart>(lines);
         lhs += 2 * kLhsStepBytes;
         rhs += 2 * RhsSteps::kStepBytes;
       }
@@ -288,10 +324,21 @@ void MicroKernelWriting(const void* lhs_panel, const void* rhs_panel, int padded
   }
   const auto* lhs = static_cast<const std::uint8_t*>(lhs_panel);
   const auto* rhs = static_cast<const std::uint8_t*>(rhs_panel);
+  const auto rows_writing = [&](auto entry_bias, auto last_in_part) {
+    Tile::Rows<Tile::kRows, true, decltype(entry_bias)::value, decltype(last_in_part)::value>(
+        lhs, rhs, padded_depth, acc, acc_stride, accumulate, lines);
+  };
+  const bool last_in_part = ~lines->last_batch_entries != 0;
   if (lines->entry_bias != nullptr) {
-    Tile::Rows<Tile::kRows, true, true>(lhs, rhs, padded_depth, acc, acc_stride, accumulate, lines);
+    if (last_in_part) {
+      rows_writing(std::true_type(), std::true_type());
+    } else {
+      rows_writing(std::true_type(), std::false_type());
+    }
+  } else if (last_in_part) {
+    rows_writing(std::false_type(), std::true_type());
   } else {
-    Tile::Rows<Tile::kRows, true>(lhs, rhs, padded_depth, acc, acc_stride, accumulate, lines);
+    rows_writing(std::false_type(), std::false_type());
   }
 }
 constexpr KernelFormat kFormat = Tile::kFormat;
