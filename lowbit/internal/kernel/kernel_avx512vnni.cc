@@ -13,6 +13,7 @@
 // <immintrin.h> through this header first: without GCC 12's false -Wuninitialized reports.
 #include "lowbit/fixedpoint/fixedpoint_avx512.h"
 #include "lowbit/internal/kernel/kernel.h"
+#include "lowbit/internal/output/byte_scale_avx512.h"
 #include "lowbit/internal/pack/pack_x86.h"
 
 namespace lowbit {
@@ -53,11 +54,9 @@ struct ByteRhsSteps {
 };
 
 // Writing LinesBetweenSteps: a batch is 64 sums of a line, 4 vectors, with its term added, in the
-// float form (rounding to nearest whatever MXCSR says), narrowed to 64 bytes and stored; the
-// vectors with a lane in the window are marked for WriteExactVectors. kPart: a line's last batch
-// of fewer entries, loaded and stored under masks (lanes past them count as outside the window).
-constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-
+// float form (byte_scale_avx512.h, the writer's), narrowed to 64 bytes and stored; the vectors
+// with a lane in the window are marked for WriteExactVectors. kPart: a line's last batch of fewer
+// entries, loaded and stored under masks (lanes past them count as outside the window).
 template <bool kEntryBias, bool kPart>
 __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) {
   const std::ptrdiff_t entry = std::ptrdiff_t{64} * lines->batch;
@@ -78,24 +77,19 @@ __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) 
     };
     __m512i x = _mm512_add_epi32(term, load(sums + 16 * j));
     if (kEntryBias) x = _mm512_add_epi32(x, load(lines->entry_bias + entry + 16 * j));
-    const __m512 t =
-        _mm512_fmadd_round_ps(_mm512_cvt_roundepi32_ps(x, kNearest), multiplier, addend, kNearest);
-    outside[j] = _mm512_test_epi32_mask(
-        _mm512_castps_si512(_mm512_add_round_ps(t, magic, kNearest)), window);
+    const __m512 t = byte_scale_avx512::Value(x, multiplier, addend);
+    outside[j] = byte_scale_avx512::OutsideWindow(0xFFFF, t, magic, window);
     if (kPart) outside[j] = _kor_mask16(outside[j], _knot_mask16(lanes));
-    v[j] = _mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    v[j] = byte_scale_avx512::Floor(t);
   }
-  const __m512i words[2] = {_mm512_packs_epi32(v[0], v[1]), _mm512_packs_epi32(v[2], v[3])};
-  const __m512i bytes = lines->signed_results ? _mm512_packs_epi16(words[0], words[1])
-                                              : _mm512_packus_epi16(words[0], words[1]);
-  // The packs interleave the four vectors' 128-bit lanes; back to entry order.
-  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m512i bytes =
+      byte_scale_avx512::SaturatedBytes(v[0], v[1], v[2], v[3], lines->signed_results);
   std::uint8_t* const results =
       lines->results + static_cast<std::ptrdiff_t>(lines->line) * lines->result_stride + entry;
   if (kPart) {
-    _mm512_mask_storeu_epi8(results, present, _mm512_permutexvar_epi32(order, bytes));
+    _mm512_mask_storeu_epi8(results, present, bytes);
   } else {
-    _mm512_storeu_si512(results, _mm512_permutexvar_epi32(order, bytes));
+    _mm512_storeu_si512(results, bytes);
   }
   const __mmask16 all =
       _kand_mask16(_kand_mask16(outside[0], outside[1]), _kand_mask16(outside[2], outside[3]));
@@ -119,6 +113,24 @@ __attribute__((always_inline)) inline void WriteNextBatch(LinesBetweenSteps* lin
     WriteBatch<kEntryBias, true>(lines);
   } else {
     WriteBatch<kEntryBias, false>(lines);
+  }
+}
+
+// f(entry_bias, last_in_part) with std::bool_constant arguments that say whether `lines` have an
+// entry bias and lines whose last batch has fewer entries: the writing code's instances.
+template <typename Function>
+void ForLinesKind(const LinesBetweenSteps& lines, const Function& f) {
+  const auto with_part = [&](auto entry_bias) {
+    if (~lines.last_batch_entries != 0) {
+      f(entry_bias, std::true_type());
+    } else {
+      f(entry_bias, std::false_type());
+    }
+  };
+  if (lines.entry_bias != nullptr) {
+    with_part(std::true_type());
+  } else {
+    with_part(std::false_type());
   }
 }
 
@@ -160,18 +172,11 @@ __attribute__((noinline)) void WriteExactVectors(LinesBetweenSteps* lines) {
 
 // Writes what is left of `lines`.
 void WriteLinesAlone(LinesBetweenSteps* lines) {
-  const bool last_in_part = ~lines->last_batch_entries != 0;
-  if (lines->entry_bias != nullptr) {
-    if (last_in_part) {
-      while (lines->line < lines->lines) WriteNextBatch<true, true>(lines);
-    } else {
-      while (lines->line < lines->lines) WriteNextBatch<true, false>(lines);
+  ForLinesKind(*lines, [&](auto entry_bias, auto last_in_part) {
+    while (lines->line < lines->lines) {
+      WriteNextBatch<decltype(entry_bias)::value, decltype(last_in_part)::value>(lines);
     }
-  } else if (last_in_part) {
-    while (lines->line < lines->lines) WriteNextBatch<false, true>(lines);
-  } else {
-    while (lines->line < lines->lines) WriteNextBatch<false, false>(lines);
-  }
+  });
   if (lines->exact_owed) WriteExactVectors(lines);
 }
 
@@ -324,22 +329,10 @@ void MicroKernelWriting(const void* lhs_panel, const void* rhs_panel, int padded
   }
   const auto* lhs = static_cast<const std::uint8_t*>(lhs_panel);
   const auto* rhs = static_cast<const std::uint8_t*>(rhs_panel);
-  const auto rows_writing = [&](auto entry_bias, auto last_in_part) {
+  ForLinesKind(*lines, [&](auto entry_bias, auto last_in_part) {
     Tile::Rows<Tile::kRows, true, decltype(entry_bias)::value, decltype(last_in_part)::value>(
         lhs, rhs, padded_depth, acc, acc_stride, accumulate, lines);
-  };
-  const bool last_in_part = ~lines->last_batch_entries != 0;
-  if (lines->entry_bias != nullptr) {
-    if (last_in_part) {
-      rows_writing(std::true_type(), std::true_type());
-    } else {
-      rows_writing(std::true_type(), std::false_type());
-    }
-  } else if (last_in_part) {
-    rows_writing(std::false_type(), std::true_type());
-  } else {
-    rows_writing(std::false_type(), std::false_type());
-  }
+  });
 }
 constexpr KernelFormat kFormat = Tile::kFormat;
 

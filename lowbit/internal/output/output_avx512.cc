@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "lowbit/fixedpoint/fixedpoint_avx512.h"  // and <immintrin.h>, without GCC 12's false warnings
+#include "lowbit/internal/output/byte_scale_avx512.h"
 #include "lowbit/internal/output/output.h"
 #include "lowbit/internal/output/output_writer.h"
 #include "lowbit/internal/pack/transpose_avx512.h"
@@ -67,19 +68,16 @@ struct Avx512 {
     for (int pair = 0; pair < kBatch; pair += kPair) {
       __mmask16 outside = 0xFFFF;
       for (int j = pair; j < pair + kPair; ++j) {
-        const __m512 u = _mm512_add_round_ps(t[j], magic, kNearest);
-        outside = _mm512_mask_test_epi32_mask(outside, _mm512_castps_si512(u), window);
+        outside = byte_scale_avx512::OutsideWindow(outside, t[j], magic, window);
       }
       if (__builtin_expect(!_kortestc_mask16_u8(outside, outside), 0)) {
         for (int j = pair; j < pair + kPair; ++j) v[j] = exact(v[j], j);
         continue;
       }
-      for (int j = pair; j < pair + kPair; ++j) {
-        v[j] = {_mm512_cvt_roundps_epi32(t[j], _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)};
-      }
+      for (int j = pair; j < pair + kPair; ++j) v[j] = {byte_scale_avx512::Floor(t[j])};
     }
   }
-  static constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  static constexpr int kNearest = byte_scale_avx512::kNearest;
 
   // ByteScaleConstants' scale (output_line.h) on 16 lanes, each operation with its own rounding
   // to nearest, whatever the caller set in MXCSR.
@@ -100,10 +98,8 @@ struct Avx512 {
     __attribute__((always_inline)) void operator()(
         Raw (&v)[kBatch], const fixedpoint::QuantizeDownScale<Raw>& exact) const {
       __m512 t[kBatch];
-      for (int j = 0; j < kBatch; ++j) {
-        t[j] = _mm512_fmadd_round_ps(_mm512_cvt_roundepi32_ps(v[j].v, kNearest), multiplier_,
-                                     addend_, kNearest);
-      }
+      for (int j = 0; j < kBatch; ++j)
+        t[j] = byte_scale_avx512::Value(v[j].v, multiplier_, addend_);
       FloorOutsideWindow(t, magic_, window_, v, [&](Raw x, int) { return exact(x); });
     }
     Raw operator()(Raw x, const fixedpoint::QuantizeDownScale<Raw>& exact) const {
@@ -171,8 +167,7 @@ struct Avx512 {
                                                const Exact& exact) const {
       __m512 t[kBatch];
       for (int j = 0; j < kBatch; ++j) {
-        t[j] = _mm512_fmadd_round_ps(_mm512_cvt_roundepi32_ps(sums[j].v, kNearest), sum_factor_,
-                                     terms[j], kNearest);
+        t[j] = byte_scale_avx512::Value(sums[j].v, sum_factor_, terms[j]);
       }
       FloorOutsideWindow(t, magic_, window_, sums, exact);
     }
@@ -211,13 +206,8 @@ struct Avx512 {
   static constexpr int kByteBatch = 4;
   template <ElementType kType>
   static void StoreSaturatedBytes(const Raw (&v)[4], void* out) {
-    const __m512i low = _mm512_packs_epi32(v[0].v, v[1].v);
-    const __m512i high = _mm512_packs_epi32(v[2].v, v[3].v);
-    const __m512i bytes = kType == ElementType::kInt8 ? _mm512_packs_epi16(low, high)
-                                                      : _mm512_packus_epi16(low, high);
-    const __m512i in_order =
-        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    _mm512_storeu_si512(out, _mm512_permutexvar_epi32(in_order, bytes));
+    _mm512_storeu_si512(out, byte_scale_avx512::SaturatedBytes(v[0].v, v[1].v, v[2].v, v[3].v,
+                                                               kType == ElementType::kInt8));
   }
 
   // vpmovdw and vpmovdb keep each lane's low bytes.
