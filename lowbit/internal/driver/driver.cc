@@ -408,8 +408,7 @@ struct GemmTask {
       // The lines of each tile's rows are finished by the last depth slice's tile of the block's
       // last rhs panel, and written during the next tile down the panel.
       const bool writes_lines = write_between_steps && depth > 0 &&
-                                (block_cols + 63) / 64 <= LinesBetweenSteps::kMaxBatches &&
-                                format.lhs_rows <= LinesBetweenSteps::kMaxLines;
+                                (block_cols + 63) / 64 <= LinesBetweenSteps::kMaxBatches;
       if (depth == 0) {
         std::memset(scratch.acc, 0,
                     sizeof(std::int32_t) * RoundUp(rows, format.lhs_rows) * acc_stride);
@@ -458,14 +457,13 @@ struct GemmTask {
                            bool accumulate) const {
     const int tile_rows = kernel.format.lhs_rows;
     const std::size_t lhs_panel_bytes = LhsPanelBytes();
+    // The GEMM's lines, with nothing marked yet (WritesBetweenSteps cleared them all).
     LinesBetweenSteps lines = lines_between_steps;
     lines.acc_stride = acc_stride;
     lines.batches = (block_cols + 63) / 64;
     const int last_entries = block_cols - 64 * (lines.batches - 1);
     lines.last_batch_entries =
         last_entries == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << last_entries) - 1;
-    std::fill(std::begin(lines.exact_vectors), std::end(lines.exact_vectors), 0);
-    lines.exact_owed = false;
     lines.entry_bias =
         lines.bias_by_col != nullptr ? lines.bias_by_col + chunk_start + block_start : nullptr;
     std::uint8_t* const results =
@@ -709,7 +707,8 @@ bool WritesBetweenSteps(const KernelImplementation& kernel, const OutputProgram&
                         const MatrixView& result, bool transposed, std::int32_t along_factor,
                         LinesBetweenSteps* lines) {
   const bool biased = program.count == 3;
-  if (kernel.micro_kernel_writing == nullptr || along_factor != 0 ||
+  if (kernel.micro_kernel_writing == nullptr ||
+      kernel.format.lhs_rows > LinesBetweenSteps::kMaxLines || along_factor != 0 ||
       (program.count != 2 && !biased) ||
       (biased && program.instructions[0].opcode != OutputOpcode::kAdd) ||
       (transposed ? result.order != Order::kColMajor : result.order != Order::kRowMajor)) {
