@@ -463,6 +463,78 @@ TEST_P(BitDepthGemmTest, RoundingPhasesKeptBetweenGemmsOfAContext) {
   }
 }
 
+// 8-bit results of a QuantizeDown of GEMMs whose bit depths leave a rescale to the output (255 /
+// (2^bits - 1) not an integer on a side), uniform offsets: what the AVX-512 VNNI kernel writes
+// between its tile's steps, the rescale and the scale together in float (LinesBetweenSteps), for
+// result lines along the result's memory. Shapes with tiles short of 8 rows, two depth slices,
+// blocks of 17 to 512 columns (lines that end in part of a 64-entry batch); uint8 and int8
+// operands and results; the benchmarks' scale and scales whose float form sends more vectors to
+// the exact arithmetic.
+TEST_P(BitDepthGemmTest, RescaledResultsWrittenBetweenTileStepsMatchTheScalarReference) {
+  const Shape shapes[] = {{64, 64, 64},  {256, 100, 70}, {100, 1000, 256}, {192, 33, 320},
+                          {128, 64, 61}, {512, 9, 512},  {40, 50, 96},     {300, 64, 17}};
+  const BitDepthParams all_params[] = {
+      {7, 5, BitDepthRounding::kXorshift, 3, BitDepthMode::kRequantize},
+      {5, 7, BitDepthRounding::kAddMod97, 4, BitDepthMode::kRequantize},
+      {3, 6, BitDepthRounding::kNearest, 5, BitDepthMode::kRequantize},
+      {6, 8, BitDepthRounding::kXorshift, 6, BitDepthMode::kRequantize}};
+  const auto benchmarks =
+      std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 15, 128},
+                      OutputStageSaturatingCastToUint8{});
+  const auto wide_window = std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 9, 7},
+                                           OutputStageSaturatingCastToUint8{});
+  const auto signed_results =
+      std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{1518500250, 12, -3},
+                      OutputStageSaturatingCastToInt8{});
+  std::uint32_t index = 21;
+  for (const Shape& shape : shapes) {
+    for (Order result_order : {Order::kRowMajor, Order::kColMajor}) {
+      const BitDepthParams& params = all_params[index % 4];
+      std::mt19937 random(index);
+      const bool signed_lhs = index & 1, signed_rhs = index & 2;
+      std::uniform_int_distribution<std::int32_t> offset(-255, 255);
+      const std::int32_t lhs_offset = offset(random), rhs_offset = offset(random);
+      const auto check = [&](auto lhs_value, auto rhs_value) {
+        using Lhs = decltype(lhs_value);
+        using Rhs = decltype(rhs_value);
+        OwnedMatrix<Lhs> lhs(shape.rows, shape.depth, Order::kRowMajor, 0, &random);
+        OwnedMatrix<Rhs> rhs(shape.depth, shape.cols, Order::kColMajor, 0, &random);
+        const std::vector<std::int32_t> expected = ReferenceBitDepthResult(
+            lhs.const_map(), rhs.const_map(), lhs_offset, rhs_offset, params);
+        const auto check_pipeline = [&](const auto& pipeline) {
+          using Result = std::remove_reference_t<decltype(meta::EvalPipeline(pipeline, 0, 0, 0))>;
+          OwnedMatrix<Result> out(shape.rows, shape.cols, result_order, 1, &random);
+          GemmWithOutputPipeline(&context_, lhs.const_map(), rhs.const_map(), &out.map, lhs_offset,
+                                 rhs_offset, pipeline, params);
+          for (int r = 0; r < shape.rows; ++r) {
+            for (int c = 0; c < shape.cols; ++c) {
+              ASSERT_EQ(out.map(r, c),
+                        meta::EvalPipeline(pipeline, expected[r * shape.cols + c], r, c))
+                  << "(" << r << ", " << c << ") of " << shape.rows << "x" << shape.depth << "x"
+                  << shape.cols << ", L" << params.lhs_bits << "R" << params.rhs_bits
+                  << ", offsets " << lhs_offset << ", " << rhs_offset << ", index " << index;
+            }
+          }
+        };
+        check_pipeline(benchmarks);
+        check_pipeline(wide_window);
+        check_pipeline(signed_results);
+      };
+      if (signed_lhs && signed_rhs) {
+        check(std::int8_t{}, std::int8_t{});
+      } else if (signed_lhs) {
+        check(std::int8_t{}, std::uint8_t{});
+      } else if (signed_rhs) {
+        check(std::uint8_t{}, std::int8_t{});
+      } else {
+        check(std::uint8_t{}, std::uint8_t{});
+      }
+      if (HasFatalFailure()) return;
+      ++index;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, BitDepthGemmTest, testing::ValuesIn(PathSettings({1, 2, 3})),
                          PathSettingName);
 

@@ -407,8 +407,10 @@ struct GemmTask {
       if (kernel.prepare != nullptr) kernel.prepare();
       // The lines of each tile's rows are finished by the last depth slice's tile of the block's
       // last rhs panel, and written during the next tile down the panel.
-      const bool writes_lines = write_between_steps && depth > 0 &&
-                                (block_cols + 63) / 64 <= LinesBetweenSteps::kMaxBatches;
+      WrittenBlock written;
+      const bool writes_lines =
+          write_between_steps && depth > 0 &&
+          WritesBlock(row_start, rows, block_start, block_cols, acc_stride, &written);
       if (depth == 0) {
         std::memset(scratch.acc, 0,
                     sizeof(std::int32_t) * RoundUp(rows, format.lhs_rows) * acc_stride);
@@ -432,8 +434,8 @@ struct GemmTask {
           }
           if (writes_lines && depth_start + blocking.depth >= depth &&
               j + format.rhs_cols >= block_cols) {
-            RunLastTilesWriting(scratch, lhs_panel, rhs_panel, slice_depth, row_start, rows,
-                                block_start, block_cols, j, acc_stride, depth_start > 0);
+            RunLastTilesWriting(scratch, &written, lhs_panel, rhs_panel, slice_depth, row_start,
+                                rows, j, depth_start > 0);
             continue;
           }
           for (int i = 0; i < rows; i += format.lhs_rows, lhs_panel += lhs_panel_bytes) {
@@ -448,32 +450,87 @@ struct GemmTask {
     }
   }
 
-  // The tiles of the last depth slice down the block's last rhs panel (from column j), each
-  // writing the finished lines of the tile before it between its steps, the last tile's lines
-  // written after it: the block's results, all of them (write_between_steps).
-  void RunLastTilesWriting(const WorkerScratch& scratch, const char* lhs_panel,
-                           const char* rhs_panel, int slice_depth, int row_start, int rows,
-                           int block_start, int block_cols, int j, int acc_stride,
-                           bool accumulate) const {
-    const int tile_rows = kernel.format.lhs_rows;
-    const std::size_t lhs_panel_bytes = LhsPanelBytes();
-    // The GEMM's lines, with nothing marked yet (WritesBetweenSteps cleared them all).
-    LinesBetweenSteps lines = lines_between_steps;
+  // What a block whose results its last tiles write (RunLastTilesWriting) takes: its lines'
+  // parameters (none aimed at yet), where its results start, and with a rescale the bounds and
+  // constants of its float form.
+  struct WrittenBlock {
+    LinesBetweenSteps lines;
+    std::uint8_t* results;
+    output_writer::RescaleBounds bounds;
+    output_writer::RescaledByteScaleConstants constants;
+  };
+
+  // Whether the block of task rows [row_start, row_start + rows) by chunk columns
+  // [block_start, block_start + block_cols) can be written between tile steps (write_between_steps
+  // holds for the GEMM): its lines hold at most kMaxBatches batches, and the terms of a rescale
+  // allow its float form (whose constants depend on their magnitudes, which the writer takes per
+  // block too). Then `written` is set up.
+  bool WritesBlock(int row_start, int rows, int block_start, int block_cols, int acc_stride,
+                   WrittenBlock* written) const {
+    const int batches = (block_cols + 63) / 64;
+    if (batches > LinesBetweenSteps::kMaxBatches) return false;
+    LinesBetweenSteps& lines = written->lines;
+    lines = lines_between_steps;  // nothing marked yet: WritesBetweenSteps cleared it all
+    const int first_col = chunk_start + block_start;
+    if (rescale != nullptr) {
+      // The lines are task rows: their own terms are the lhs's, the rhs's lie along them.
+      const RescaleLineTerms& along = rescale->rhs;
+      written->bounds = output_writer::RescaleBoundsOf(
+          rescale->lhs.a + row_start, rescale->lhs.b + row_start, rows, along.a_float + first_col,
+          along.b_float + first_col, block_cols);
+      const output_writer::RescaleBounds& bounds = written->bounds;
+      written->constants = output_writer::RescaledByteScaleConstants(
+          lines.scale_multiplier, lines.right_shift, lines.scale_offset, rescale->divisor,
+          bounds.line_a, bounds.line_b, bounds.along_a, bounds.along_b);
+      if (!written->constants.usable) return false;
+      lines.multiplier = written->constants.sum_factor;
+      lines.magic = written->constants.magic;
+      lines.window = written->constants.window;
+      // Uniform offsets leave one of the terms the same all along the lines (bit_depth.cc).
+      const float* const one_along =
+          output_writer::OneAlong(along.a_float + first_col, along.b_float + first_col, bounds);
+      if (one_along == nullptr) return false;
+      lines.rescaled = true;
+      lines.along_float = one_along;
+      lines.along_a = along.a + first_col;
+      lines.along_b = along.b + first_col;
+    }
     lines.acc_stride = acc_stride;
-    lines.batches = (block_cols + 63) / 64;
-    const int last_entries = block_cols - 64 * (lines.batches - 1);
+    lines.batches = batches;
+    const int last_entries = block_cols - 64 * (batches - 1);
     lines.last_batch_entries =
         last_entries == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << last_entries) - 1;
-    lines.entry_bias =
-        lines.bias_by_col != nullptr ? lines.bias_by_col + chunk_start + block_start : nullptr;
-    std::uint8_t* const results =
-        static_cast<std::uint8_t*>(const_cast<void*>(target.result.data)) +
-        static_cast<std::ptrdiff_t>(row_start) * lines.result_stride + chunk_start + block_start;
+    lines.entry_bias = lines.bias_by_col != nullptr ? lines.bias_by_col + first_col : nullptr;
+    written->results = static_cast<std::uint8_t*>(const_cast<void*>(target.result.data)) +
+                       static_cast<std::ptrdiff_t>(row_start) * lines.result_stride + first_col;
+    return true;
+  }
+
+  // The tiles of the last depth slice down the block's last rhs panel (from column j), each
+  // writing the finished lines of the tile before it between its steps, the last tile's lines
+  // written after it: the block's results, all of them (WritesBlock).
+  void RunLastTilesWriting(const WorkerScratch& scratch, WrittenBlock* written,
+                           const char* lhs_panel, const char* rhs_panel, int slice_depth,
+                           int row_start, int rows, int j, bool accumulate) const {
+    const int tile_rows = kernel.format.lhs_rows;
+    const std::size_t lhs_panel_bytes = LhsPanelBytes();
+    LinesBetweenSteps& lines = written->lines;
+    const int acc_stride = lines.acc_stride;
     const auto aim = [&](int first_line, int count) {
-      lines.Aim(row_start + first_line,
-                scratch.acc + static_cast<std::ptrdiff_t>(first_line) * acc_stride,
+      const int row = row_start + first_line;
+      lines.Aim(row, scratch.acc + static_cast<std::ptrdiff_t>(first_line) * acc_stride,
                 scratch.row_parts + first_line,
-                results + static_cast<std::ptrdiff_t>(first_line) * lines.result_stride, count);
+                written->results + static_cast<std::ptrdiff_t>(first_line) * lines.result_stride,
+                count);
+      if (rescale == nullptr) return;
+      for (int l = 0; l < count; ++l) {
+        lines.line_a[l] = rescale->lhs.a[row + l];
+        lines.line_b[l] = rescale->lhs.b[row + l];
+        const output_writer::RescaledLine factors = output_writer::RescaledLineOf(
+            lines.line_a[l], lines.line_b[l], written->bounds, written->constants);
+        lines.line_factor[l] = factors.line_a;
+        lines.line_addend[l] = factors.addend;
+      }
     };
     aim(0, 0);
     for (int i = 0; i < rows; i += tile_rows, lhs_panel += lhs_panel_bytes) {
@@ -700,16 +757,20 @@ void ThrowIfPackingFoundOutside(const RangeBits& scan, const std::atomic<std::ui
 
 // Where `kernel` writes the results between its tile's steps (LinesBetweenSteps) for a GEMM whose
 // writer would owe each line (task lhs row) its separable term alone, nothing along it, and then
-// run `program`: an optional bias, a QuantizeDown of one multiplier and a right shift, and the
-// saturating cast to bytes, into lines that lie along the result's memory; true with `lines` set
-// up.
+// the rescale of requantized operands where `rescale` (as the task sees it) is not null, and run
+// `program`: an optional bias (not after a rescale), a QuantizeDown of one multiplier and a right
+// shift, and the saturating cast to bytes, into lines that lie along the result's memory; true
+// with `lines` set up for the GEMM (WritesBlock sets up each block's).
 bool WritesBetweenSteps(const KernelImplementation& kernel, const OutputProgram& program,
-                        const MatrixView& result, bool transposed, std::int32_t along_factor,
-                        LinesBetweenSteps* lines) {
+                        const Rescale* rescale, const MatrixView& result, bool transposed,
+                        std::int32_t along_factor, LinesBetweenSteps* lines) {
   const bool biased = program.count == 3;
+  // The rescale's float form needs its terms' float values along the lines.
+  const bool rescale_floats =
+      rescale == nullptr || (rescale->rhs.a_float != nullptr && rescale->rhs.b_float != nullptr);
   if (kernel.micro_kernel_writing == nullptr ||
       kernel.format.lhs_rows > LinesBetweenSteps::kMaxLines || along_factor != 0 ||
-      (program.count != 2 && !biased) ||
+      (program.count != 2 && !biased) || (biased && rescale != nullptr) || !rescale_floats ||
       (biased && program.instructions[0].opcode != OutputOpcode::kAdd) ||
       (transposed ? result.order != Order::kColMajor : result.order != Order::kRowMajor)) {
     return false;
@@ -737,6 +798,7 @@ bool WritesBetweenSteps(const KernelImplementation& kernel, const OutputProgram&
   lines->right_shift = right_shift;
   lines->signed_results = signed_results;
   lines->result_stride = result.stride;
+  if (rescale != nullptr) lines->reciprocal = 1.0 / rescale->divisor;
   if (biased) {
     // A result row is a task row unless the task is transposed.
     const ChannelParameter& bias = program.instructions[0].first;
@@ -1010,12 +1072,11 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
       task.result_rescale = rescale;
     }
   }
-  // Where the writer would owe each line its own term and nothing along it (Owed::kLineTerms):
-  // uniform offsets, neither a rescale nor scaled terms.
+  // Where the writer would owe each line its own term and nothing along it (Owed::kLineTerms, or
+  // Owed::kSeparableTermsAndRescale with those terms): uniform offsets, no scaled terms.
   task.write_between_steps =
-      output_writer != nullptr && !direct && separable_terms && task.rescale == nullptr &&
-      task.separable.sum_factor == 1 &&
-      WritesBetweenSteps(kernel, *target.program, target.result, transposed,
+      output_writer != nullptr && !direct && separable_terms && task.separable.sum_factor == 1 &&
+      WritesBetweenSteps(kernel, *target.program, task.rescale, target.result, transposed,
                          task.separable.col_factor, &task.lines_between_steps);
   task.lhs_requantization = lhs_requantization;
   task.rhs_requantization = rhs_requantization;

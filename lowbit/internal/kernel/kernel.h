@@ -167,12 +167,13 @@ constexpr int kMaxDirectRhsRows = 8;
 // of an optional bias, a QuantizeDown and the saturating cast to their type, 64 entries at a time,
 // between the steps of its next tile: its multiply-adds leave vector ports idle that the output's
 // conversions use (doc/design.md, "AVX-512 VNNI"). The scale runs in the float form of
-// ByteScaleConstants (lowbit/internal/output/output_line.h), and a vector with a lane in its
-// window takes the exact arithmetic after the tile, as the writer's batches do.
+// ByteScaleConstants (lowbit/internal/output/output_line.h), or with the rescale of requantized
+// operands' sums before it in that of RescaledByteScaleConstants, and a vector with a lane in the
+// form's window takes the exact arithmetic after the tile, as the writer's batches do.
 struct LinesBetweenSteps {
   // The same for every line of a GEMM (acc_stride: of a block).
-  float multiplier, addend, magic;  // ByteScaleConstants'
-  std::int32_t window;
+  float multiplier, addend, magic;  // ByteScaleConstants', or RescaledByteScaleConstants'
+  std::int32_t window;              // (multiplier its sum_factor, addend each line's own)
   std::int32_t scale_multiplier, scale_offset;  // the QuantizeDown's own, for the exact arithmetic
   int right_shift;
   bool signed_results;  // int8 results, else uint8
@@ -183,12 +184,22 @@ struct LinesBetweenSteps {
   std::int32_t bias;
   const std::int32_t* bias_by_row;
   const std::int32_t* bias_by_col;
+  // With a rescale: its terms along the lines, the float values of the one that varies (the other
+  // is the same all along them, as uniform offsets make it, and folds into each line's addend),
+  // and both as they are, from the block's first entry on; 1 / its divisor.
+  bool rescaled;
+  const float* along_float;
+  const double* along_a;
+  const double* along_b;
+  double reciprocal;
   // Which of the 64 entries of a line's last batch the line has (all of them, or a first part).
   std::uint64_t last_batch_entries;
   // The run of lines: `lines` lines of `batches` batches of 64 sums each, line l's from
   // sums + l * acc_stride on, what its sums are owed line_addends[l] (its offset term and bias)
   // and its entries' bias entry_bias[0 ..] (or null for none), its results from
-  // results + l * result_stride on.
+  // results + l * result_stride on. With a rescale, line l's own terms line_a[l] and line_b[l],
+  // and the float form's factor of the varying term along it and addend (RescaledLine,
+  // output_line.h).
   static constexpr int kMaxLines = 8;
   static constexpr int kMaxBatches = 8;
   const std::int32_t* sums;
@@ -198,6 +209,10 @@ struct LinesBetweenSteps {
   std::uint8_t* results;
   int lines;
   int batches;
+  double line_a[kMaxLines];
+  double line_b[kMaxLines];
+  float line_factor[kMaxLines];
+  float line_addend[kMaxLines];
   // What is written: the batches before (line, batch), and each line's vectors owed the exact
   // arithmetic, a bit each, 4 a batch.
   int line;

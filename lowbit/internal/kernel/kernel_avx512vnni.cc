@@ -53,18 +53,33 @@ struct ByteRhsSteps {
   static void Finish(__m512i&, __m512i&) {}
 };
 
+// The kind of a run of LinesBetweenSteps, each kind its own instance of the code that writes it:
+// whether they have an entry bias, whether their last batches have fewer entries than 64, and
+// whether they have a rescale. NoLines: none written.
+template <bool kWithEntryBias, bool kWithLastInPart, bool kWithRescale>
+struct LinesKind {
+  static constexpr bool kWriting = true;
+  static constexpr bool kEntryBias = kWithEntryBias;
+  static constexpr bool kLastInPart = kWithLastInPart;
+  static constexpr bool kRescaled = kWithRescale;
+};
+struct NoLines {
+  static constexpr bool kWriting = false;
+};
+
 // Writing LinesBetweenSteps: a batch is 64 sums of a line, 4 vectors, with its term added, in the
 // float form (byte_scale_avx512.h, the writer's), narrowed to 64 bytes and stored; the vectors
 // with a lane in the window are marked for WriteExactVectors. kPart: a line's last batch of fewer
 // entries, loaded and stored under masks (lanes past them count as outside the window).
-template <bool kEntryBias, bool kPart>
+template <typename Kind, bool kPart>
 __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) {
   const std::ptrdiff_t entry = std::ptrdiff_t{64} * lines->batch;
+  const int line = lines->line;
   const std::int32_t* const sums =
-      lines->sums + static_cast<std::ptrdiff_t>(lines->line) * lines->acc_stride + entry;
-  const __m512i term = _mm512_set1_epi32(lines->line_addends[lines->line]);
+      lines->sums + static_cast<std::ptrdiff_t>(line) * lines->acc_stride + entry;
+  const __m512i term = _mm512_set1_epi32(lines->line_addends[line]);
   const __m512 multiplier = _mm512_set1_ps(lines->multiplier);
-  const __m512 addend = _mm512_set1_ps(lines->addend);
+  const __m512 addend = _mm512_set1_ps(Kind::kRescaled ? lines->line_addend[line] : lines->addend);
   const __m512 magic = _mm512_set1_ps(lines->magic);
   const __m512i window = _mm512_set1_epi32(lines->window);
   const __mmask64 present = kPart ? lines->last_batch_entries : ~__mmask64{0};
@@ -76,8 +91,17 @@ __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) 
       return kPart ? _mm512_maskz_loadu_epi32(lanes, values) : _mm512_loadu_si512(values);
     };
     __m512i x = _mm512_add_epi32(term, load(sums + 16 * j));
-    if (kEntryBias) x = _mm512_add_epi32(x, load(lines->entry_bias + entry + 16 * j));
-    const __m512 t = byte_scale_avx512::Value(x, multiplier, addend);
+    if (Kind::kEntryBias) x = _mm512_add_epi32(x, load(lines->entry_bias + entry + 16 * j));
+    __m512 t;
+    if constexpr (Kind::kRescaled) {
+      const __m512 along = kPart ? _mm512_maskz_loadu_ps(lanes, lines->along_float + entry + 16 * j)
+                                 : _mm512_loadu_ps(lines->along_float + entry + 16 * j);
+      const __m512 terms =
+          byte_scale_avx512::RescaleTerms(_mm512_set1_ps(lines->line_factor[line]), along, addend);
+      t = byte_scale_avx512::Value(x, multiplier, terms);
+    } else {
+      t = byte_scale_avx512::Value(x, multiplier, addend);
+    }
     outside[j] = byte_scale_avx512::OutsideWindow(0xFFFF, t, magic, window);
     if (kPart) outside[j] = _kor_mask16(outside[j], _knot_mask16(lanes));
     v[j] = byte_scale_avx512::Floor(t);
@@ -85,7 +109,7 @@ __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) 
   const __m512i bytes =
       byte_scale_avx512::SaturatedBytes(v[0], v[1], v[2], v[3], lines->signed_results);
   std::uint8_t* const results =
-      lines->results + static_cast<std::ptrdiff_t>(lines->line) * lines->result_stride + entry;
+      lines->results + static_cast<std::ptrdiff_t>(line) * lines->result_stride + entry;
   if (kPart) {
     _mm512_mask_storeu_epi8(results, present, bytes);
   } else {
@@ -95,7 +119,7 @@ __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) 
       _kand_mask16(_kand_mask16(outside[0], outside[1]), _kand_mask16(outside[2], outside[3]));
   if (__builtin_expect(all != 0xFFFF, 0)) {
     for (int j = 0; j < 4; ++j) {
-      if (outside[j] != 0xFFFF) lines->exact_vectors[lines->line] |= 1u << (lines->batch * 4 + j);
+      if (outside[j] != 0xFFFF) lines->exact_vectors[line] |= 1u << (lines->batch * 4 + j);
     }
     lines->exact_owed = true;
   }
@@ -105,26 +129,34 @@ __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) 
   }
 }
 
-// The run's next batch, if any; kLastInPart: lines whose last batch has fewer entries.
-template <bool kEntryBias, bool kLastInPart>
+// The run's next batch, if any.
+template <typename Kind>
 __attribute__((always_inline)) inline void WriteNextBatch(LinesBetweenSteps* lines) {
   if (lines->line == lines->lines) return;
-  if (kLastInPart && lines->batch + 1 == lines->batches) {
-    WriteBatch<kEntryBias, true>(lines);
+  if (Kind::kLastInPart && lines->batch + 1 == lines->batches) {
+    WriteBatch<Kind, true>(lines);
   } else {
-    WriteBatch<kEntryBias, false>(lines);
+    WriteBatch<Kind, false>(lines);
   }
 }
 
-// f(entry_bias, last_in_part) with std::bool_constant arguments that say whether `lines` have an
-// entry bias and lines whose last batch has fewer entries: the writing code's instances.
+// f(Kind{}) with the LinesKind of `lines`.
 template <typename Function>
 void ForLinesKind(const LinesBetweenSteps& lines, const Function& f) {
+  const auto with_rescale = [&](auto entry_bias, auto last_in_part) {
+    constexpr bool kEntryBias = decltype(entry_bias)::value;
+    constexpr bool kLastInPart = decltype(last_in_part)::value;
+    if (lines.rescaled) {
+      f(LinesKind<kEntryBias, kLastInPart, true>());
+    } else {
+      f(LinesKind<kEntryBias, kLastInPart, false>());
+    }
+  };
   const auto with_part = [&](auto entry_bias) {
     if (~lines.last_batch_entries != 0) {
-      f(entry_bias, std::true_type());
+      with_rescale(entry_bias, std::true_type());
     } else {
-      f(entry_bias, std::false_type());
+      with_rescale(entry_bias, std::false_type());
     }
   };
   if (lines.entry_bias != nullptr) {
@@ -134,7 +166,8 @@ void ForLinesKind(const LinesBetweenSteps& lines, const Function& f) {
   }
 }
 
-// The marked vectors again, by the exact arithmetic (QuantizeDownScale, the writer's).
+// The marked vectors again, by the exact arithmetic (the rescale in doubles, QuantizeDownScale:
+// the writer's).
 __attribute__((noinline)) void WriteExactVectors(LinesBetweenSteps* lines) {
   using fixedpoint::Avx512Int32x16;
   const fixedpoint::QuantizeDownScale<Avx512Int32x16> exact(
@@ -157,6 +190,11 @@ __attribute__((noinline)) void WriteExactVectors(LinesBetweenSteps* lines) {
       if (lines->entry_bias != nullptr) {
         x = _mm512_add_epi32(x, _mm512_maskz_loadu_epi32(lanes, lines->entry_bias + entry));
       }
+      if (lines->rescaled) {
+        x = byte_scale_avx512::RescaledSums(x, lines->line_a[line], lines->line_b[line],
+                                            lines->along_a + entry, lines->along_b + entry,
+                                            lines->reciprocal, lanes);
+      }
       const __m512i v = exact(Avx512Int32x16{x}).v;
       const __m128i bytes =
           lines->signed_results
@@ -172,10 +210,8 @@ __attribute__((noinline)) void WriteExactVectors(LinesBetweenSteps* lines) {
 
 // Writes what is left of `lines`.
 void WriteLinesAlone(LinesBetweenSteps* lines) {
-  ForLinesKind(*lines, [&](auto entry_bias, auto last_in_part) {
-    while (lines->line < lines->lines) {
-      WriteNextBatch<decltype(entry_bias)::value, decltype(last_in_part)::value>(lines);
-    }
+  ForLinesKind(*lines, [&](auto kind) {
+    while (lines->line < lines->lines) WriteNextBatch<decltype(kind)>(lines);
   });
   if (lines->exact_owed) WriteExactVectors(lines);
 }
@@ -228,11 +264,11 @@ struct EightRowTile {
 
   // The first kUsedRows rows of the tile. The accumulators are arrays indexed only in loops that
   // GCC unrolls completely, so they live in registers (checked in the disassembly).
-  // With kWriting, `lines` are written a batch every two steps (LinesBetweenSteps), the rest after
-  // the tile's stores; kEntryBias says whether they have lines->entry_bias, kLastInPart whether
-  // their last batches have fewer entries (their own code: beside it, the loop for whole batches
-  // went to the stack 25 times where it goes 13).
-  template <int kUsedRows, bool kWriting = false, bool kEntryBias = false, bool kLastInPart = false>
+  // With a Lines kind other than NoLines, `lines` of that kind are written a batch every two steps
+  // (LinesBetweenSteps), the rest after the tile's stores. Each kind has its own code: beside
+  // lines whose last batches have fewer entries, the loop for whole batches went to the stack 25
+  // times where it goes 13.
+  template <int kUsedRows, typename Lines = NoLines>
   __attribute__((noinline)) static void Rows(const std::uint8_t* lhs, const std::uint8_t* rhs,
                                              int padded_depth, std::int32_t* acc, int acc_stride,
                                              bool accumulate, LinesBetweenSteps* lines = nullptr) {
@@ -265,11 +301,11 @@ struct EightRowTile {
         sums[i][1] = _mm512_add_epi32(sums[i][1], odd[i][1]);
       }
     }
-    if constexpr (kWriting) {
+    if constexpr (Lines::kWriting) {
       for (; d + 2 * kDepth <= padded_depth; d += 2 * kDepth) {
         MultiplyStep<kUsedRows>(lhs, rhs, sums);
         MultiplyStep<kUsedRows>(lhs + kLhsStepBytes, rhs + RhsSteps::kStepBytes, sums);
-        WriteNextBatch<kEntryBias, kLastInPart>(lines);
+        WriteNextBatch<Lines>(lines);
         lhs += 2 * kLhsStepBytes;
         rhs += 2 * RhsSteps::kStepBytes;
       }
@@ -292,7 +328,7 @@ struct EightRowTile {
       _mm512_storeu_si512(row, low);
       _mm512_storeu_si512(row + 16, high);
     }
-    if constexpr (kWriting) WriteLinesAlone(lines);
+    if constexpr (Lines::kWriting) WriteLinesAlone(lines);
   }
 
   // A MicroKernelFunction: a short last panel multiplies only its real rows.
@@ -329,9 +365,9 @@ void MicroKernelWriting(const void* lhs_panel, const void* rhs_panel, int padded
   }
   const auto* lhs = static_cast<const std::uint8_t*>(lhs_panel);
   const auto* rhs = static_cast<const std::uint8_t*>(rhs_panel);
-  ForLinesKind(*lines, [&](auto entry_bias, auto last_in_part) {
-    Tile::Rows<Tile::kRows, true, decltype(entry_bias)::value, decltype(last_in_part)::value>(
-        lhs, rhs, padded_depth, acc, acc_stride, accumulate, lines);
+  ForLinesKind(*lines, [&](auto kind) {
+    Tile::Rows<Tile::kRows, decltype(kind)>(lhs, rhs, padded_depth, acc, acc_stride, accumulate,
+                                            lines);
   });
 }
 constexpr KernelFormat kFormat = Tile::kFormat;

@@ -32,20 +32,10 @@ struct Avx512 {
     for (int i = 0; i < kLanes; ++i) rows[i].v = vectors[i];
   }
 
-  // As in output_avx2.cc: every product and sum is an exact integer in double, and vcvtpd2dq
-  // saturates below; only the upper bound needs a clamp.
   static Raw RescaleLanes(Raw sums, double line_a, double line_b, const double* along_a,
                           const double* along_b, double reciprocal) {
-    const auto eight = [&](__m256i eight_sums, int first) {
-      const __m512d n = _mm512_fmadd_pd(
-          _mm512_set1_pd(65025.0), _mm512_cvtepi32_pd(eight_sums),
-          _mm512_fmadd_pd(_mm512_set1_pd(line_a), _mm512_loadu_pd(along_a + first),
-                          _mm512_mul_pd(_mm512_set1_pd(line_b), _mm512_loadu_pd(along_b + first))));
-      const __m512d quotient = _mm512_mul_pd(n, _mm512_set1_pd(reciprocal));
-      return _mm512_cvtpd_epi32(_mm512_min_pd(quotient, _mm512_set1_pd(2147483647.0)));
-    };
-    return {_mm512_inserti64x4(_mm512_castsi256_si512(eight(_mm512_castsi512_si256(sums.v), 0)),
-                               eight(_mm512_extracti64x4_epi64(sums.v, 1), 8), 1)};
+    return {byte_scale_avx512::RescaledSums(sums.v, line_a, line_b, along_a, along_b, reciprocal,
+                                            0xFFFF)};
   }
 
   // The results of the float forms' values t[j] (ByteScaleConstants, RescaledByteScaleConstants)
@@ -77,7 +67,6 @@ struct Avx512 {
       for (int j = pair; j < pair + kPair; ++j) v[j] = {byte_scale_avx512::Floor(t[j])};
     }
   }
-  static constexpr int kNearest = byte_scale_avx512::kNearest;
 
   // ByteScaleConstants' scale (output_line.h) on 16 lanes, each operation with its own rounding
   // to nearest, whatever the caller set in MXCSR.
@@ -141,11 +130,9 @@ struct Avx512 {
                                                    const float* along_b, const Exact& exact) const {
       __m512 terms[kBatch];
       for (int j = 0; j < kBatch; ++j) {
-        terms[j] = _mm512_fmadd_round_ps(
-            line_a_, _mm512_loadu_ps(along_a + j * kLanes),
-            _mm512_fmadd_round_ps(line_b_, _mm512_loadu_ps(along_b + j * kLanes), addend_,
-                                  kNearest),
-            kNearest);
+        terms[j] =
+            byte_scale_avx512::RescaleTerms(line_a_, _mm512_loadu_ps(along_a + j * kLanes), line_b_,
+                                            _mm512_loadu_ps(along_b + j * kLanes), addend_);
       }
       Scaled(sums, terms, exact);
     }
@@ -156,7 +143,7 @@ struct Avx512 {
       __m512 terms[kBatch];
       for (int j = 0; j < kBatch; ++j) {
         terms[j] =
-            _mm512_fmadd_round_ps(line_a_, _mm512_loadu_ps(along + j * kLanes), addend_, kNearest);
+            byte_scale_avx512::RescaleTerms(line_a_, _mm512_loadu_ps(along + j * kLanes), addend_);
       }
       Scaled(sums, terms, exact);
     }

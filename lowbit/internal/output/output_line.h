@@ -1,10 +1,12 @@
 // What the vectorized output writer (lowbit/internal/output/output_writer.h) computes for one line
 // of results, written once over an ISA: the pipeline's instructions with their parameters resolved
 // for the line, the offset terms and the rescale of requantized operands' sums, a register of lanes
-// at a time. Included only through lowbit/internal/output/output_writer.h by the per-ISA writers.
+// at a time. Included through lowbit/internal/output/output_writer.h by the per-ISA writers, and by
+// the driver for the float forms' constants of what kernels write between their steps.
 #ifndef LOWBIT_INTERNAL_OUTPUT_OUTPUT_LINE_H_
 #define LOWBIT_INTERNAL_OUTPUT_OUTPUT_LINE_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -180,6 +182,107 @@ struct RescaledByteScaleConstants {
     window = ((1 << window_bits) - 1) & ~3;
   }
 };
+
+// The magnitudes of a rescale's terms over a block's lines and entries: what
+// RescaledByteScaleConstants' error bound takes. And whether an along term's float value is the
+// same on all the entries (one of them is where its operand's offset is uniform), with that value.
+struct RescaleBounds {
+  double line_a = 0;
+  double line_b = 0;
+  double along_a = 0;
+  double along_b = 0;
+  bool along_a_same = true;
+  bool along_b_same = true;
+  float along_a_value = 0;
+  float along_b_value = 0;
+};
+
+// The terms compared as integers, the bits of their floats: they are finite, and the bits of the
+// magnitudes of floats order as their values do. Loops of integer maxima and ORs vectorize, where
+// std::max of doubles and == of floats do not (each must keep to NaN's rules): about 7% of the
+// writer's samples of an L7R5 GEMM at 1024^3 on the AMX kernel went to the scalar loops, whose
+// blocks have 512 lines of 64 entries.
+template <typename Term>
+using TermBits = std::conditional_t<sizeof(Term) == 8, std::uint64_t, std::uint32_t>;
+template <typename Term>
+TermBits<Term> BitsOf(Term term) {
+  TermBits<Term> bits;
+  std::memcpy(&bits, &term, sizeof(bits));
+  return bits;
+}
+
+// Whether terms[i] has the bits of terms[0] for every i < count (a -0 is not the same as a 0: the
+// lines then take the form for terms that vary, which is exact too).
+inline bool SameBits(const float* terms, int count) {
+  if (count == 0) return true;
+  const std::uint32_t first = BitsOf(terms[0]);
+  std::uint32_t differ = 0;
+  for (int i = 0; i < count; ++i) differ |= BitsOf(terms[i]) ^ first;
+  return differ == 0;
+}
+
+// The largest |a[i]| and |b[i]| for i < count, as doubles.
+template <typename Term>
+void MaxMagnitudes(const Term* a, const Term* b, int count, double* max_a, double* max_b) {
+  constexpr TermBits<Term> kMagnitude = ~TermBits<Term>{0} >> 1;
+  TermBits<Term> bits_a = 0, bits_b = 0;
+  for (int i = 0; i < count; ++i) {
+    bits_a = std::max<TermBits<Term>>(bits_a, BitsOf(a[i]) & kMagnitude);
+    bits_b = std::max<TermBits<Term>>(bits_b, BitsOf(b[i]) & kMagnitude);
+  }
+  Term magnitude_a, magnitude_b;
+  std::memcpy(&magnitude_a, &bits_a, sizeof(bits_a));
+  std::memcpy(&magnitude_b, &bits_b, sizeof(bits_b));
+  *max_a = magnitude_a;
+  *max_b = magnitude_b;
+}
+
+// The bounds of `lines` lines whose own terms are line_a[l], line_b[l], over `entries` entries
+// whose along terms' float values are along_a[i], along_b[i].
+inline RescaleBounds RescaleBoundsOf(const double* line_a, const double* line_b, int lines,
+                                     const float* along_a, const float* along_b, int entries) {
+  RescaleBounds bounds;
+  MaxMagnitudes(line_a, line_b, lines, &bounds.line_a, &bounds.line_b);
+  if (entries > 0) {
+    bounds.along_a_value = along_a[0];
+    bounds.along_b_value = along_b[0];
+  }
+  MaxMagnitudes(along_a, along_b, entries, &bounds.along_a, &bounds.along_b);
+  bounds.along_a_same = SameBits(along_a, entries);
+  bounds.along_b_same = SameBits(along_b, entries);
+  return bounds;
+}
+
+// A line's factors of its along terms and its addend in the rescale's float form, where
+// `constants` are usable, from its terms: those times k, a term the same all along the line
+// folded into the addend. Then the one varying term is line_a's, along the terms that OneAlong
+// names, and line_b is 0; or both vary.
+struct RescaledLine {
+  float line_a;
+  float line_b;
+  float addend;
+};
+inline RescaledLine RescaledLineOf(double line_a, double line_b, const RescaleBounds& bounds,
+                                   const RescaledByteScaleConstants& constants) {
+  const double k = constants.term_factor, c = constants.addend;
+  if (bounds.along_b_same) {
+    return {static_cast<float>(line_a * k), 0,
+            static_cast<float>(c + k * line_b * bounds.along_b_value)};
+  }
+  if (bounds.along_a_same) {
+    return {static_cast<float>(line_b * k), 0,
+            static_cast<float>(c + k * line_a * bounds.along_a_value)};
+  }
+  return {static_cast<float>(line_a * k), static_cast<float>(line_b * k), static_cast<float>(c)};
+}
+// The along terms of the one term that varies along the lines (the other folded into
+// RescaledLine's addend), or null where both do.
+inline const float* OneAlong(const float* along_a, const float* along_b,
+                             const RescaleBounds& bounds) {
+  if (bounds.along_b_same) return along_a;
+  if (bounds.along_a_same) return along_b;
+  return nullptr;
+}
 
 // The RescaledByteScale of an Isa without one: never constructed from usable constants.
 struct NoRescaledByteScale {

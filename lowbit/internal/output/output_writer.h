@@ -439,78 +439,15 @@ class Writer {
       std::is_same<Opcodes<kOpcodes...>,
                    Opcodes<OutputOpcode::kScaleByFixedPoint, OutputOpcode::kClamp>>::value;
 
-  // The magnitudes of the rescale's terms over lines [first_line, end_line) and entries
-  // [first, end): what the float form's error bound takes (RescaledByteScaleConstants).
-  // And whether an along term's float value is the same on all the entries (one of them is where
-  // its operand's offset is uniform), with that value.
-  struct RescaleBounds {
-    double line_a = 0;
-    double line_b = 0;
-    double along_a = 0;
-    double along_b = 0;
-    bool along_a_same = true;
-    bool along_b_same = true;
-    float along_a_value = 0;
-    float along_b_value = 0;
-  };
+  // The rescale's bounds over lines [first_line, end_line) and entries [first, end).
   RescaleBounds RescaleBoundsOf(int first_line, int end_line, int first, int end) const {
     const RescaleLineTerms& line_terms = row_major_ ? rescale_->lhs : rescale_->rhs;
     const RescaleLineTerms& along_terms = row_major_ ? rescale_->rhs : rescale_->lhs;
-    const int line_start = row_major_ ? block_.row_start : block_.col_start;
-    const int along_start = row_major_ ? block_.col_start : block_.row_start;
-    RescaleBounds bounds;
-    MaxMagnitudes(line_terms.a + line_start + first_line, line_terms.b + line_start + first_line,
-                  end_line - first_line, &bounds.line_a, &bounds.line_b);
-    const float* const along_a = along_terms.a_float + along_start + first;
-    const float* const along_b = along_terms.b_float + along_start + first;
-    if (first < end) {
-      bounds.along_a_value = along_a[0];
-      bounds.along_b_value = along_b[0];
-    }
-    MaxMagnitudes(along_a, along_b, end - first, &bounds.along_a, &bounds.along_b);
-    bounds.along_a_same = SameBits(along_a, end - first);
-    bounds.along_b_same = SameBits(along_b, end - first);
-    return bounds;
-  }
-
-  // The terms compared as integers, the bits of their floats: they are finite, and the bits of
-  // the magnitudes of floats order as their values do. Loops of integer maxima and ORs vectorize,
-  // where std::max of doubles and == of floats do not (each must keep to NaN's rules): about 7%
-  // of the writer's samples of an L7R5 GEMM at 1024^3 on the AMX kernel went to the scalar
-  // loops, whose blocks have 512 lines of 64 entries.
-  template <typename Term>
-  using TermBits = std::conditional_t<sizeof(Term) == 8, std::uint64_t, std::uint32_t>;
-  template <typename Term>
-  static TermBits<Term> BitsOf(Term term) {
-    TermBits<Term> bits;
-    std::memcpy(&bits, &term, sizeof(bits));
-    return bits;
-  }
-
-  // Whether terms[i] has the bits of terms[0] for every i < count (a -0 is not the same as a 0:
-  // the lines then take the form for terms that vary, which is exact too).
-  static bool SameBits(const float* terms, int count) {
-    if (count == 0) return true;
-    const std::uint32_t first = BitsOf(terms[0]);
-    std::uint32_t differ = 0;
-    for (int i = 0; i < count; ++i) differ |= BitsOf(terms[i]) ^ first;
-    return differ == 0;
-  }
-
-  // The largest |a[i]| and |b[i]| for i < count, as doubles.
-  template <typename Term>
-  static void MaxMagnitudes(const Term* a, const Term* b, int count, double* max_a, double* max_b) {
-    constexpr TermBits<Term> kMagnitude = ~TermBits<Term>{0} >> 1;
-    TermBits<Term> bits_a = 0, bits_b = 0;
-    for (int i = 0; i < count; ++i) {
-      bits_a = std::max<TermBits<Term>>(bits_a, BitsOf(a[i]) & kMagnitude);
-      bits_b = std::max<TermBits<Term>>(bits_b, BitsOf(b[i]) & kMagnitude);
-    }
-    Term magnitude_a, magnitude_b;
-    std::memcpy(&magnitude_a, &bits_a, sizeof(bits_a));
-    std::memcpy(&magnitude_b, &bits_b, sizeof(bits_b));
-    *max_a = magnitude_a;
-    *max_b = magnitude_b;
+    const int line_start = (row_major_ ? block_.row_start : block_.col_start) + first_line;
+    const int along_start = (row_major_ ? block_.col_start : block_.row_start) + first;
+    return output_writer::RescaleBoundsOf(line_terms.a + line_start, line_terms.b + line_start,
+                                          end_line - first_line, along_terms.a_float + along_start,
+                                          along_terms.b_float + along_start, end - first);
   }
 
   // The float form's constants for lines whose QuantizeDown is `scale`, within `bounds`.
@@ -780,32 +717,9 @@ class Writer {
             LineRescale<Isa>::For(rescale_, reciprocal_, row, col, row_major_)};
   }
 
-  // A line's arguments to RescaledByteScale::ForLine, where `constants` are usable, from its
-  // terms: those times k, a term the same all along the line folded into the addend.
-  struct RescaledLine {
-    float line_a;
-    float line_b;
-    float addend;
-  };
-  static RescaledLine RescaledLineOf(double line_a, double line_b, const RescaleBounds& bounds,
-                                     const RescaledByteScaleConstants& constants) {
-    const double k = constants.term_factor, c = constants.addend;
-    if (bounds.along_b_same) {
-      return {static_cast<float>(line_a * k), 0,
-              static_cast<float>(c + k * line_b * bounds.along_b_value)};
-    }
-    if (bounds.along_a_same) {
-      return {static_cast<float>(line_b * k), 0,
-              static_cast<float>(c + k * line_a * bounds.along_a_value)};
-    }
-    return {static_cast<float>(line_a * k), static_cast<float>(line_b * k), static_cast<float>(c)};
-  }
-  // The along terms of the one term that varies along the lines (the other folded into
-  // RescaledLine's addend), or null where both do.
+  // The terms output_writer::OneAlong names of a line's rescale.
   static const float* OneAlong(const LineRescale<Isa>& rescale, const RescaleBounds& bounds) {
-    if (bounds.along_b_same) return rescale.along_a_float;
-    if (bounds.along_a_same) return rescale.along_b_float;
-    return nullptr;
+    return output_writer::OneAlong(rescale.along_a_float, rescale.along_b_float, bounds);
   }
 
   // WriteBatchesAcrossLines for the rescale's float form (RescaledByteScale, its constants the
