@@ -332,9 +332,10 @@ TEST_P(PipelineTest, PipelinesMatchStagesAppliedToReference) {
   }
 }
 
-// A QuantizeDown and the cast to 8 bits, with offsets that cancel the packing's shifts: the
-// AVX-512 VNNI kernel writes these results between its tiles' steps (LinesBetweenSteps), for
-// result lines along the result's memory, in the last depth slice. Shapes with tiles short of 8
+// A QuantizeDown and the cast to 8 bits, with uniform offsets (ones that cancel the packing's
+// shifts, and others, which leave terms along the lines): the AVX-512 VNNI kernel writes these
+// results between its tiles' steps (LinesBetweenSteps), for result lines along the result's
+// memory, in the last depth slice. Shapes with tiles short of 8
 // rows, two depth slices, blocks of 64 to 512 columns and others, lines that end in part of a
 // 64-entry batch; scales that saturate both ends, the benchmarks' (whose float form sends about
 // one batch in 8 to the exact arithmetic) and the widest window's; with a bias by rows or by
@@ -370,13 +371,15 @@ TEST_P(PipelineTest, ResultsWrittenBetweenTileStepsMatchStagesAppliedToReference
         OutputStageQuantizeDownInt32ByFixedPoint{1518500250, 9, -3},
         OutputStageSaturatingCastToInt8{});
     for (Order result_order : {Order::kColMajor, Order::kRowMajor}) {
-      Problem problem = MakeProblem(shape, index++);
-      problem.result_order = result_order;
-      problem.per_channel_offsets = false;
-      problem.cancelling_offsets = true;
-      CheckProblemWithEach(&context_, problem, saturating, benchmarks, widest_window,
-                           biased_by_rows, biased_by_cols);
-      if (HasFatalFailure()) return;
+      for (bool cancelling : {true, false}) {
+        Problem problem = MakeProblem(shape, index++);
+        problem.result_order = result_order;
+        problem.per_channel_offsets = false;
+        problem.cancelling_offsets = cancelling;
+        CheckProblemWithEach(&context_, problem, saturating, benchmarks, widest_window,
+                             biased_by_rows, biased_by_cols);
+        if (HasFatalFailure()) return;
+      }
     }
   }
 }

@@ -410,7 +410,7 @@ struct GemmTask {
       WrittenBlock written;
       const bool writes_lines =
           write_between_steps && depth > 0 &&
-          WritesBlock(row_start, rows, block_start, block_cols, acc_stride, &written);
+          WritesBlock(scratch, row_start, rows, block_start, block_cols, acc_stride, &written);
       if (depth == 0) {
         std::memset(scratch.acc, 0,
                     sizeof(std::int32_t) * RoundUp(rows, format.lhs_rows) * acc_stride);
@@ -464,9 +464,10 @@ struct GemmTask {
   // [block_start, block_start + block_cols) can be written between tile steps (write_between_steps
   // holds for the GEMM): its lines hold at most kMaxBatches batches, and the terms of a rescale
   // allow its float form (whose constants depend on their magnitudes, which the writer takes per
-  // block too). Then `written` is set up.
-  bool WritesBlock(int row_start, int rows, int block_start, int block_cols, int acc_stride,
-                   WrittenBlock* written) const {
+  // block too). Then `written` is set up, with the terms owed along the lines in scratch.col_parts
+  // where there are some.
+  bool WritesBlock(const WorkerScratch& scratch, int row_start, int rows, int block_start,
+                   int block_cols, int acc_stride, WrittenBlock* written) const {
     const int batches = (block_cols + 63) / 64;
     if (batches > LinesBetweenSteps::kMaxBatches) return false;
     LinesBetweenSteps& lines = written->lines;
@@ -500,7 +501,21 @@ struct GemmTask {
     const int last_entries = block_cols - 64 * (batches - 1);
     lines.last_batch_entries =
         last_entries == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << last_entries) - 1;
-    lines.entry_bias = lines.bias_by_col != nullptr ? lines.bias_by_col + first_col : nullptr;
+    // The offset terms along the lines (where packing does not cancel the lhs offset) and a bias
+    // along them, each entry's in one addend.
+    lines.entry_addends = lines.bias_by_col != nullptr ? lines.bias_by_col + first_col : nullptr;
+    if (separable.col_factor != 0) {
+      ScaleTerms(separable.col_factor, shared.rhs_col_sums + block_start, 0, block_cols,
+                 scratch.col_parts);
+      if (lines.entry_addends != nullptr) {
+        for (int c = 0; c < block_cols; ++c) {
+          scratch.col_parts[c] =
+              static_cast<std::int32_t>(static_cast<std::uint32_t>(scratch.col_parts[c]) +
+                                        static_cast<std::uint32_t>(lines.entry_addends[c]));
+        }
+      }
+      lines.entry_addends = scratch.col_parts;
+    }
     written->results = static_cast<std::uint8_t*>(const_cast<void*>(target.result.data)) +
                        static_cast<std::ptrdiff_t>(row_start) * lines.result_stride + first_col;
     return true;
@@ -756,21 +771,21 @@ void ThrowIfPackingFoundOutside(const RangeBits& scan, const std::atomic<std::ui
 }
 
 // Where `kernel` writes the results between its tile's steps (LinesBetweenSteps) for a GEMM whose
-// writer would owe each line (task lhs row) its separable term alone, nothing along it, and then
+// writer would owe its sums separable offset terms (task lhs rows' and columns'), and then
 // the rescale of requantized operands where `rescale` (as the task sees it) is not null, and run
 // `program`: an optional bias (not after a rescale), a QuantizeDown of one multiplier and a right
 // shift, and the saturating cast to bytes, into lines that lie along the result's memory; true
 // with `lines` set up for the GEMM (WritesBlock sets up each block's).
 bool WritesBetweenSteps(const KernelImplementation& kernel, const OutputProgram& program,
                         const Rescale* rescale, const MatrixView& result, bool transposed,
-                        std::int32_t along_factor, LinesBetweenSteps* lines) {
+                        LinesBetweenSteps* lines) {
   const bool biased = program.count == 3;
   // The rescale's float form needs its terms' float values along the lines.
   const bool rescale_floats =
       rescale == nullptr || (rescale->rhs.a_float != nullptr && rescale->rhs.b_float != nullptr);
   if (kernel.micro_kernel_writing == nullptr ||
-      kernel.format.lhs_rows > LinesBetweenSteps::kMaxLines || along_factor != 0 ||
-      (program.count != 2 && !biased) || (biased && rescale != nullptr) || !rescale_floats ||
+      kernel.format.lhs_rows > LinesBetweenSteps::kMaxLines || (program.count != 2 && !biased) ||
+      (biased && rescale != nullptr) || !rescale_floats ||
       (biased && program.instructions[0].opcode != OutputOpcode::kAdd) ||
       (transposed ? result.order != Order::kColMajor : result.order != Order::kRowMajor)) {
     return false;
@@ -1072,12 +1087,12 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
       task.result_rescale = rescale;
     }
   }
-  // Where the writer would owe each line its own term and nothing along it (Owed::kLineTerms, or
-  // Owed::kSeparableTermsAndRescale with those terms): uniform offsets, no scaled terms.
+  // Where the writer would owe separable terms (Owed::kSeparableTerms, kLineTerms or
+  // kSeparableTermsAndRescale): uniform offsets, no scaled terms.
   task.write_between_steps =
       output_writer != nullptr && !direct && separable_terms && task.separable.sum_factor == 1 &&
       WritesBetweenSteps(kernel, *target.program, task.rescale, target.result, transposed,
-                         task.separable.col_factor, &task.lines_between_steps);
+                         &task.lines_between_steps);
   task.lhs_requantization = lhs_requantization;
   task.rhs_requantization = rhs_requantization;
   task.scale_requantized = scale_requantized;

@@ -163,13 +163,14 @@ using DirectRhsFunction = void (*)(const void* lhs, std::ptrdiff_t lhs_stride, i
                                    RangeBits* range);
 constexpr int kMaxDirectRhsRows = 8;
 
-// Lines of finished sums (offset terms owed: one per line) that a kernel writes as 8-bit results
-// of an optional bias, a QuantizeDown and the saturating cast to their type, 64 entries at a time,
-// between the steps of its next tile: its multiply-adds leave vector ports idle that the output's
-// conversions use (doc/design.md, "AVX-512 VNNI"). The scale runs in the float form of
-// ByteScaleConstants (lowbit/internal/output/output_line.h), or with the rescale of requantized
-// operands' sums before it in that of RescaledByteScaleConstants, and a vector with a lane in the
-// form's window takes the exact arithmetic after the tile, as the writer's batches do.
+// Lines of finished sums (offset terms owed: one per line and one per entry along the lines,
+// or none along them where packing cancels the other operand's offset) that a kernel writes as
+// 8-bit results of an optional bias, a QuantizeDown and the saturating cast to their type, 64
+// entries at a time, between the steps of its next tile: its multiply-adds leave vector ports idle
+// that the output's conversions use (doc/design.md, "AVX-512 VNNI"). The scale runs in the float
+// form of ByteScaleConstants (lowbit/internal/output/output_line.h), or with the rescale of
+// requantized operands' sums before it in that of RescaledByteScaleConstants, and a vector with a
+// lane in the form's window takes the exact arithmetic after the tile, as the writer's batches do.
 struct LinesBetweenSteps {
   // The same for every line of a GEMM (acc_stride: of a block).
   float multiplier, addend, magic;  // ByteScaleConstants', or RescaledByteScaleConstants'
@@ -196,16 +197,16 @@ struct LinesBetweenSteps {
   std::uint64_t last_batch_entries;
   // The run of lines: `lines` lines of `batches` batches of 64 sums each, line l's from
   // sums + l * acc_stride on, what its sums are owed line_addends[l] (its offset term and bias)
-  // and its entries' bias entry_bias[0 ..] (or null for none), its results from
-  // results + l * result_stride on. With a rescale, line l's own terms line_a[l] and line_b[l],
-  // and the float form's factor of the varying term along it and addend (RescaledLine,
+  // and entry_addends[0 ..] (the entries' offset terms and bias, or null for none), its results
+  // from results + l * result_stride on. With a rescale, line l's own terms line_a[l] and
+  // line_b[l], and the float form's factor of the varying term along it and addend (RescaledLine,
   // output_line.h).
   static constexpr int kMaxLines = 8;
   static constexpr int kMaxBatches = 8;
   const std::int32_t* sums;
   const std::int32_t* line_addends;
   std::int32_t biased_terms[kMaxLines];  // line_addends where there is a bias across the lines
-  const std::int32_t* entry_bias;
+  const std::int32_t* entry_addends;
   std::uint8_t* results;
   int lines;
   int batches;

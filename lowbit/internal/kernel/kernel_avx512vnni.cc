@@ -54,12 +54,12 @@ struct ByteRhsSteps {
 };
 
 // The kind of a run of LinesBetweenSteps, each kind its own instance of the code that writes it:
-// whether they have an entry bias, whether their last batches have fewer entries than 64, and
+// whether they have entry addends, whether their last batches have fewer entries than 64, and
 // whether they have a rescale. NoLines: none written.
-template <bool kWithEntryBias, bool kWithLastInPart, bool kWithRescale>
+template <bool kWithEntryAddends, bool kWithLastInPart, bool kWithRescale>
 struct LinesKind {
   static constexpr bool kWriting = true;
-  static constexpr bool kEntryBias = kWithEntryBias;
+  static constexpr bool kEntryAddends = kWithEntryAddends;
   static constexpr bool kLastInPart = kWithLastInPart;
   static constexpr bool kRescaled = kWithRescale;
 };
@@ -67,8 +67,8 @@ struct NoLines {
   static constexpr bool kWriting = false;
 };
 
-// Writing LinesBetweenSteps: a batch is 64 sums of a line, 4 vectors, with its term added, in the
-// float form (byte_scale_avx512.h, the writer's), narrowed to 64 bytes and stored; the vectors
+// Writing LinesBetweenSteps: a batch is 64 sums of a line, 4 vectors, with their terms added, in
+// the float form (byte_scale_avx512.h, the writer's), narrowed to 64 bytes and stored; the vectors
 // with a lane in the window are marked for WriteExactVectors. kPart: a line's last batch of fewer
 // entries, loaded and stored under masks (lanes past them count as outside the window).
 template <typename Kind, bool kPart>
@@ -91,7 +91,7 @@ __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) 
       return kPart ? _mm512_maskz_loadu_epi32(lanes, values) : _mm512_loadu_si512(values);
     };
     __m512i x = _mm512_add_epi32(term, load(sums + 16 * j));
-    if (Kind::kEntryBias) x = _mm512_add_epi32(x, load(lines->entry_bias + entry + 16 * j));
+    if (Kind::kEntryAddends) x = _mm512_add_epi32(x, load(lines->entry_addends + entry + 16 * j));
     __m512 t;
     if constexpr (Kind::kRescaled) {
       const __m512 along = kPart ? _mm512_maskz_loadu_ps(lanes, lines->along_float + entry + 16 * j)
@@ -143,23 +143,23 @@ __attribute__((always_inline)) inline void WriteNextBatch(LinesBetweenSteps* lin
 // f(Kind{}) with the LinesKind of `lines`.
 template <typename Function>
 void ForLinesKind(const LinesBetweenSteps& lines, const Function& f) {
-  const auto with_rescale = [&](auto entry_bias, auto last_in_part) {
-    constexpr bool kEntryBias = decltype(entry_bias)::value;
+  const auto with_rescale = [&](auto entry_addends, auto last_in_part) {
+    constexpr bool kEntryAddends = decltype(entry_addends)::value;
     constexpr bool kLastInPart = decltype(last_in_part)::value;
     if (lines.rescaled) {
-      f(LinesKind<kEntryBias, kLastInPart, true>());
+      f(LinesKind<kEntryAddends, kLastInPart, true>());
     } else {
-      f(LinesKind<kEntryBias, kLastInPart, false>());
+      f(LinesKind<kEntryAddends, kLastInPart, false>());
     }
   };
-  const auto with_part = [&](auto entry_bias) {
+  const auto with_part = [&](auto entry_addends) {
     if (~lines.last_batch_entries != 0) {
-      with_rescale(entry_bias, std::true_type());
+      with_rescale(entry_addends, std::true_type());
     } else {
-      with_rescale(entry_bias, std::false_type());
+      with_rescale(entry_addends, std::false_type());
     }
   };
-  if (lines.entry_bias != nullptr) {
+  if (lines.entry_addends != nullptr) {
     with_part(std::true_type());
   } else {
     with_part(std::false_type());
@@ -187,8 +187,8 @@ __attribute__((noinline)) void WriteExactVectors(LinesBetweenSteps* lines) {
                                            : 0xFFFF);
       __m512i x = _mm512_add_epi32(_mm512_set1_epi32(lines->line_addends[line]),
                                    _mm512_maskz_loadu_epi32(lanes, sums + entry));
-      if (lines->entry_bias != nullptr) {
-        x = _mm512_add_epi32(x, _mm512_maskz_loadu_epi32(lanes, lines->entry_bias + entry));
+      if (lines->entry_addends != nullptr) {
+        x = _mm512_add_epi32(x, _mm512_maskz_loadu_epi32(lanes, lines->entry_addends + entry));
       }
       if (lines->rescaled) {
         x = byte_scale_avx512::RescaledSums(x, lines->line_a[line], lines->line_b[line],
