@@ -761,65 +761,69 @@ void CheckShortLhsRanges(Context* context) {
     const int min = std::is_signed<RhsScalar>::value ? -(1 << (bits - 1)) : 0;
     const int max = std::is_signed<RhsScalar>::value ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
     const BitDepthParams params{8, bits, BitDepthRounding::kAuto, 0, BitDepthMode::kDeclaredRange};
+    // Up to 8 rows at any depth, and more rows for deep products (direct_rhs_deep_depth), which
+    // the AVX-512 VNNI product takes 8 rows and 16 columns at a time.
+    std::vector<std::pair<int, int>> rows_and_depths = {{12, 1030}, {16, 1024}};
     for (int rows : {1, 3, 5, 8}) {
-      for (int depth : {1, 70, 200}) {
-        for (int cols : {1, 13, 37}) {
-          OwnedMatrix<std::uint8_t> lhs(rows, depth, Order::kRowMajor, 0, &random);
-          OwnedMatrix<RhsScalar> rhs(depth, cols, Order::kColMajor, 3, &random);
-          std::uniform_int_distribution<int> value(min, max);
+      for (int depth : {1, 70, 200}) rows_and_depths.push_back({rows, depth});
+    }
+    for (const std::pair<int, int>& rows_and_depth : rows_and_depths) {
+      const int rows = rows_and_depth.first, depth = rows_and_depth.second;
+      for (int cols : {1, 13, 37}) {
+        OwnedMatrix<std::uint8_t> lhs(rows, depth, Order::kRowMajor, 0, &random);
+        OwnedMatrix<RhsScalar> rhs(depth, cols, Order::kColMajor, 3, &random);
+        std::uniform_int_distribution<int> value(min, max);
+        for (int c = 0; c < cols; ++c) {
+          for (int d = 0; d < depth; ++d) {
+            rhs.storage[c * rhs.map.stride() + d] = static_cast<RhsScalar>(value(random));
+          }
+          // The padding, outside the range.
+          for (int d = depth; d < rhs.map.stride(); ++d) {
+            rhs.storage[c * rhs.map.stride() + d] = static_cast<RhsScalar>(max + 1);
+          }
+        }
+        rhs.storage[0] = static_cast<RhsScalar>(min);
+        rhs.storage[(cols - 1) * rhs.map.stride() + depth - 1] = static_cast<RhsScalar>(max);
+        const auto exact = ReferenceAccumulators(lhs.const_map(), rhs.const_map(), -3, 17);
+        std::vector<std::int32_t> result_data(rows * cols, kSentinel);
+        MatrixMap<std::int32_t> result(result_data.data(), rows, cols, Order::kRowMajor);
+        Gemm(context, lhs.const_map(), rhs.const_map(), &result, -3, 17, params);
+        for (int r = 0; r < rows; ++r) {
           for (int c = 0; c < cols; ++c) {
-            for (int d = 0; d < depth; ++d) {
-              rhs.storage[c * rhs.map.stride() + d] = static_cast<RhsScalar>(value(random));
-            }
-            // The padding, outside the range.
-            for (int d = depth; d < rhs.map.stride(); ++d) {
-              rhs.storage[c * rhs.map.stride() + d] = static_cast<RhsScalar>(max + 1);
-            }
+            ASSERT_EQ(result(r, c), exact[r * cols + c])
+                << rows << "x" << depth << "x" << cols << ", " << bits << " bits";
           }
-          rhs.storage[0] = static_cast<RhsScalar>(min);
-          rhs.storage[(cols - 1) * rhs.map.stride() + depth - 1] = static_cast<RhsScalar>(max);
-          const auto exact = ReferenceAccumulators(lhs.const_map(), rhs.const_map(), -3, 17);
-          std::vector<std::int32_t> result_data(rows * cols, kSentinel);
-          MatrixMap<std::int32_t> result(result_data.data(), rows, cols, Order::kRowMajor);
-          Gemm(context, lhs.const_map(), rhs.const_map(), &result, -3, 17, params);
+        }
+        // Transposed: the same values as an lhs, against a short rhs, to a column-major result.
+        OwnedMatrix<RhsScalar> tall(cols, depth, Order::kRowMajor, 0, &random);
+        for (int i = 0; i < cols; ++i) {
+          for (int k = 0; k < depth; ++k) tall.map(i, k) = rhs.map(k, i);
+        }
+        OwnedMatrix<std::uint8_t> short_rhs(depth, rows, Order::kColMajor, 0, &random);
+        MatrixMap<std::int32_t> tall_result(result_data.data(), cols, rows, Order::kColMajor);
+        const BitDepthParams tall_params{bits, 8, BitDepthRounding::kAuto, 0,
+                                         BitDepthMode::kDeclaredRange};
+        const auto tall_exact =
+            ReferenceAccumulators(tall.const_map(), short_rhs.const_map(), 17, -3);
+        Gemm(context, tall.const_map(), short_rhs.const_map(), &tall_result, 17, -3, tall_params);
+        for (int i = 0; i < cols; ++i) {
           for (int r = 0; r < rows; ++r) {
-            for (int c = 0; c < cols; ++c) {
-              ASSERT_EQ(result(r, c), exact[r * cols + c])
-                  << rows << "x" << depth << "x" << cols << ", " << bits << " bits";
-            }
+            ASSERT_EQ(tall_result(i, r), tall_exact[i * rows + r])
+                << "transposed " << rows << "x" << depth << "x" << cols << ", " << bits << " bits";
           }
-          // Transposed: the same values as an lhs, against a short rhs, to a column-major result.
-          OwnedMatrix<RhsScalar> tall(cols, depth, Order::kRowMajor, 0, &random);
-          for (int i = 0; i < cols; ++i) {
-            for (int k = 0; k < depth; ++k) tall.map(i, k) = rhs.map(k, i);
-          }
-          OwnedMatrix<std::uint8_t> short_rhs(depth, rows, Order::kColMajor, 0, &random);
-          MatrixMap<std::int32_t> tall_result(result_data.data(), cols, rows, Order::kColMajor);
-          const BitDepthParams tall_params{bits, 8, BitDepthRounding::kAuto, 0,
-                                           BitDepthMode::kDeclaredRange};
-          const auto tall_exact =
-              ReferenceAccumulators(tall.const_map(), short_rhs.const_map(), 17, -3);
-          Gemm(context, tall.const_map(), short_rhs.const_map(), &tall_result, 17, -3, tall_params);
-          for (int i = 0; i < cols; ++i) {
-            for (int r = 0; r < rows; ++r) {
-              ASSERT_EQ(tall_result(i, r), tall_exact[i * rows + r])
-                  << "transposed " << rows << "x" << depth << "x" << cols << ", " << bits
-                  << " bits";
-            }
-          }
-          for (const auto& [d, c] : {std::pair<int, int>{0, 0},
-                                     {depth - 1, cols - 1},
-                                     {depth / 2, cols / 2},
-                                     {depth - 1, cols - cols % 4}}) {
-            if (c >= cols) continue;
-            ExpectValueOutsideNamed(
-                &rhs, &tall, d, c, min, max, &result_data, &result_data,
-                [&] { Gemm(context, lhs.const_map(), rhs.const_map(), &result, -3, 17, params); },
-                [&] {
-                  Gemm(context, tall.const_map(), short_rhs.const_map(), &tall_result, 17, -3,
-                       tall_params);
-                });
-          }
+        }
+        for (const auto& [d, c] : {std::pair<int, int>{0, 0},
+                                   {depth - 1, cols - 1},
+                                   {depth / 2, cols / 2},
+                                   {depth - 1, cols - cols % 4}}) {
+          if (c >= cols) continue;
+          ExpectValueOutsideNamed(
+              &rhs, &tall, d, c, min, max, &result_data, &result_data,
+              [&] { Gemm(context, lhs.const_map(), rhs.const_map(), &result, -3, 17, params); },
+              [&] {
+                Gemm(context, tall.const_map(), short_rhs.const_map(), &tall_result, 17, -3,
+                     tall_params);
+              });
         }
       }
     }

@@ -214,6 +214,23 @@ TEST_P(LargeShapeTest, ShortLhsAgainstAdjacentRhsColumnsMatchReference) {
   }
 }
 
+// 9 to 16 rows against rhs columns of adjacent depth values in deep products, which the AVX-512
+// VNNI kernel's direct product takes 8 rows and 16 columns at a time (direct_rhs_deep_depth), and
+// 17 rows, which it packs: groups and chunks in part, every operand type and offset kind.
+TEST_P(LargeShapeTest, DeepLhsOfUpTo16RowsAgainstAdjacentRhsColumnsMatchReference) {
+  std::uint32_t index = 0;
+  for (int rows : {9, 12, 15, 16, 17}) {
+    for (int depth : {1024, 1091}) {
+      for (int cols : {1, 16, 17, 40}) {
+        Problem problem = MakeProblem({rows, depth, cols}, index++);
+        problem.rhs_order = Order::kColMajor;
+        CheckProblemAnyTypes(&context_, problem, std::tuple<>());
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
 // The direct product walks the rhs columns along their 64-byte lines, and the lhs copy along
 // the same offsets: columns that start at each offset within a line, with strides of whole
 // lines (every column at the same offset) and not, against 1 to 8 rows. The lhs offsets cancel

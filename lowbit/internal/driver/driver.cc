@@ -988,9 +988,11 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   // the rhs where it lies. Packing it would cost several times the product (1 x 1024 x 1024:
   // packing took 70% of the time, the tile 19%). Declared-range operands too, whose values are
   // the bytes as they lie; requantized ones are requantized as they are packed.
-  const bool direct = kernel.direct_rhs != nullptr && single_row_part &&
-                      lhs_requantization == nullptr && rhs_requantization == nullptr &&
-                      rows <= kMaxDirectRhsRows && rhs.order == Order::kColMajor;
+  const bool direct =
+      kernel.direct_rhs != nullptr && single_row_part && lhs_requantization == nullptr &&
+      rhs_requantization == nullptr && rhs.order == Order::kColMajor &&
+      (rows <= kShortDirectRhsRows ||
+       (rows <= kernel.direct_rhs_deep_rows && depth >= kernel.direct_rhs_deep_depth));
   // Declared ranges are checked before anything is written. The direct product checks its rhs
   // as it reads it, where one worker computes the whole result as one block before writing it
   // (whose accumulators take at most an L2, four times the usual block): a separate pass over a

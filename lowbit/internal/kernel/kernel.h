@@ -161,7 +161,10 @@ using DirectRhsFunction = void (*)(const void* lhs, std::ptrdiff_t lhs_stride, i
                                    const MatrixView& rhs_columns, int first_column, int cols,
                                    std::int32_t* acc, int acc_stride, std::int32_t* col_sums,
                                    RangeBits* range);
-constexpr int kMaxDirectRhsRows = 8;
+// The most lhs rows the driver gives a DirectRhsFunction: kShortDirectRhsRows for any depth, and
+// up to KernelImplementation::direct_rhs_deep_rows for deep products.
+constexpr int kShortDirectRhsRows = 8;
+constexpr int kMaxDirectRhsRows = 16;
 
 // Lines of finished sums (offset terms owed: one per line and one per entry along the lines,
 // or none along them where packing cancels the other operand's offset) that a kernel writes as
@@ -202,7 +205,7 @@ struct LinesBetweenSteps {
   // line_b[l], and the float form's factor of the varying term along it and addend (RescaledLine,
   // output_line.h).
   static constexpr int kMaxLines = 8;
-  static constexpr int kMaxBatches = 8;
+  static constexpr int kMaxBatches = 16;
   const std::int32_t* sums;
   const std::int32_t* line_addends;
   std::int32_t biased_terms[kMaxLines];  // line_addends where there is a bias across the lines
@@ -219,7 +222,7 @@ struct LinesBetweenSteps {
   int line;
   int batch;
   bool exact_owed;
-  std::uint32_t exact_vectors[kMaxLines];
+  std::uint64_t exact_vectors[kMaxLines];
 
   // Aims at the run of `line_count` lines (at most kMaxLines) from task row `row`, their sums,
   // offset terms and results from the given ones on.
@@ -257,7 +260,9 @@ struct KernelImplementation {
   PackFunction pack_rhs;
   MicroKernelFunction micro_kernel;
   // Where the kernel has one: the driver uses it instead of packing the rhs for an lhs of at most
-  // kMaxDirectRhsRows rows whose rhs columns are adjacent in memory.
+  // kShortDirectRhsRows rows whose rhs columns are adjacent in memory, and of at most
+  // direct_rhs_deep_rows (kMaxDirectRhsRows at most) where the depth is at least
+  // direct_rhs_deep_depth (declared after the other members, as they are added).
   DirectRhsFunction direct_rhs = nullptr;
   // For a prepacked rhs layout that trades arithmetic for bytes (kUint4Pairs, kInt4Pairs): the
   // implementation that multiplies the same values in the kernel's ordinary layout for these bit
@@ -286,6 +291,8 @@ struct KernelImplementation {
   // written alone (those of a block's last tiles). Or null.
   MicroKernelWritingFunction micro_kernel_writing = nullptr;
   void (*write_lines)(LinesBetweenSteps* lines) = nullptr;
+  int direct_rhs_deep_rows = kShortDirectRhsRows;
+  int direct_rhs_deep_depth = 0;
 };
 
 const KernelImplementation& ReferenceKernel();

@@ -119,7 +119,8 @@ __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) 
       _kand_mask16(_kand_mask16(outside[0], outside[1]), _kand_mask16(outside[2], outside[3]));
   if (__builtin_expect(all != 0xFFFF, 0)) {
     for (int j = 0; j < 4; ++j) {
-      if (outside[j] != 0xFFFF) lines->exact_vectors[line] |= 1u << (lines->batch * 4 + j);
+      if (outside[j] != 0xFFFF)
+        lines->exact_vectors[line] |= std::uint64_t{1} << (lines->batch * 4 + j);
     }
     lines->exact_owed = true;
   }
@@ -178,8 +179,8 @@ __attribute__((noinline)) void WriteExactVectors(LinesBetweenSteps* lines) {
         lines->sums + static_cast<std::ptrdiff_t>(line) * lines->acc_stride;
     std::uint8_t* const results =
         lines->results + static_cast<std::ptrdiff_t>(line) * lines->result_stride;
-    for (std::uint32_t marked = lines->exact_vectors[line]; marked != 0; marked &= marked - 1) {
-      const int vector = __builtin_ctz(marked);  // 4 vectors of 16 entries a batch
+    for (std::uint64_t marked = lines->exact_vectors[line]; marked != 0; marked &= marked - 1) {
+      const int vector = __builtin_ctzll(marked);  // 4 vectors of 16 entries a batch
       const int entry = vector * 16;
       // The vector's entries: some of a last batch of fewer.
       const auto lanes = static_cast<__mmask16>(
@@ -484,7 +485,9 @@ const KernelImplementation& Avx512VnniKernel() {
                                                    0,
                                                    nullptr,
                                                    &MicroKernelWriting,
-                                                   &WriteLinesAlone};
+                                                   &WriteLinesAlone,
+                                                   kMaxDirectRhsRows,
+                                                   1024};
   return implementation;
 }
 
