@@ -351,15 +351,16 @@ TEST_P(PipelineTest, PipelinesMatchStagesAppliedToReference) {
 
 // A QuantizeDown and the cast to 8 bits, with uniform offsets (ones that cancel the packing's
 // shifts, and others, which leave terms along the lines): the AVX-512 VNNI kernel writes these
-// results between its tiles' steps (LinesBetweenSteps), for result lines along the result's
-// memory, in the last depth slice. Shapes with tiles short of 8
-// rows, two depth slices, blocks of 64 to 512 columns and others, lines that end in part of a
-// 64-entry batch; scales that saturate both ends, the benchmarks' (whose float form sends about
-// one batch in 8 to the exact arithmetic) and the widest window's; with a bias by rows or by
-// columns.
+// results between its tiles' steps (LinesBetweenSteps), in the last depth slice, for result lines
+// along the result's memory and, where a column-major result has fewer rows than columns, across
+// it. Shapes with tiles short of 8 rows (down to a run of one line), two depth slices, blocks of
+// 17 to 1000 columns, lines that end in part of a batch; scales that saturate both ends, the
+// benchmarks' (whose float form sends about one batch in 8 to the exact arithmetic) and the
+// widest window's; with a bias by rows or by columns.
 TEST_P(PipelineTest, ResultsWrittenBetweenTileStepsMatchStagesAppliedToReference) {
-  const Shape shapes[] = {{64, 64, 64},  {256, 100, 70}, {100, 256, 1000}, {192, 320, 33},
-                          {128, 61, 64}, {512, 512, 9},  {40, 96, 50},     {300, 17, 64}};
+  const Shape shapes[] = {{64, 64, 64},   {256, 100, 70}, {100, 256, 1000}, {192, 320, 33},
+                          {128, 61, 64},  {512, 512, 9},  {40, 96, 50},     {300, 17, 64},
+                          {32, 80, 1000}, {9, 70, 200}};
   const auto saturating = std::make_tuple(OutputStageQuantizeDownInt32ByFixedPoint{1 << 30, 8, 10},
                                           OutputStageSaturatingCastToUint8{});
   const auto benchmarks =

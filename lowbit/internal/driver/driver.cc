@@ -462,14 +462,13 @@ struct GemmTask {
 
   // Whether the block of task rows [row_start, row_start + rows) by chunk columns
   // [block_start, block_start + block_cols) can be written between tile steps (write_between_steps
-  // holds for the GEMM): its lines hold at most kMaxBatches batches, and the terms of a rescale
+  // holds for the GEMM): its lines hold at most kMaxEntries entries, and the terms of a rescale
   // allow its float form (whose constants depend on their magnitudes, which the writer takes per
   // block too). Then `written` is set up, with the terms owed along the lines in scratch.col_parts
   // where there are some.
   bool WritesBlock(const WorkerScratch& scratch, int row_start, int rows, int block_start,
                    int block_cols, int acc_stride, WrittenBlock* written) const {
-    const int batches = (block_cols + 63) / 64;
-    if (batches > LinesBetweenSteps::kMaxBatches) return false;
+    if (block_cols > LinesBetweenSteps::kMaxEntries) return false;
     LinesBetweenSteps& lines = written->lines;
     lines = lines_between_steps;  // nothing marked yet: WritesBetweenSteps cleared it all
     const int first_col = chunk_start + block_start;
@@ -497,10 +496,11 @@ struct GemmTask {
       lines.along_b = along.b + first_col;
     }
     lines.acc_stride = acc_stride;
-    lines.batches = batches;
-    const int last_entries = block_cols - 64 * (batches - 1);
+    const int batch_entries = lines.across_memory ? 16 : 64;
+    lines.batches = (block_cols + batch_entries - 1) / batch_entries;
+    const int last_entries = block_cols - batch_entries * (lines.batches - 1);
     lines.last_batch_entries =
-        last_entries == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << last_entries) - 1;
+        last_entries == batch_entries ? ~std::uint64_t{0} : (std::uint64_t{1} << last_entries) - 1;
     // The offset terms along the lines (where packing does not cancel the lhs offset) and a bias
     // along them, each entry's in one addend.
     lines.entry_addends = lines.bias_by_col != nullptr ? lines.bias_by_col + first_col : nullptr;
@@ -516,8 +516,11 @@ struct GemmTask {
       }
       lines.entry_addends = scratch.col_parts;
     }
+    // Task rows are result rows (the task is not transposed where the lines run across memory).
+    const std::ptrdiff_t line_step = lines.across_memory ? 1 : lines.result_stride;
+    const std::ptrdiff_t entry_step = lines.across_memory ? lines.result_stride : 1;
     written->results = static_cast<std::uint8_t*>(const_cast<void*>(target.result.data)) +
-                       static_cast<std::ptrdiff_t>(row_start) * lines.result_stride + first_col;
+                       row_start * line_step + first_col * entry_step;
     return true;
   }
 
@@ -535,7 +538,8 @@ struct GemmTask {
       const int row = row_start + first_line;
       lines.Aim(row, scratch.acc + static_cast<std::ptrdiff_t>(first_line) * acc_stride,
                 scratch.row_parts + first_line,
-                written->results + static_cast<std::ptrdiff_t>(first_line) * lines.result_stride,
+                written->results +
+                    first_line * (lines.across_memory ? std::ptrdiff_t{1} : lines.result_stride),
                 count);
       if (rescale == nullptr) return;
       for (int l = 0; l < count; ++l) {
@@ -774,8 +778,8 @@ void ThrowIfPackingFoundOutside(const RangeBits& scan, const std::atomic<std::ui
 // writer would owe its sums separable offset terms (task lhs rows' and columns'), and then
 // the rescale of requantized operands where `rescale` (as the task sees it) is not null, and run
 // `program`: an optional bias (not after a rescale), a QuantizeDown of one multiplier and a right
-// shift, and the saturating cast to bytes, into lines that lie along the result's memory; true
-// with `lines` set up for the GEMM (WritesBlock sets up each block's).
+// shift, and the saturating cast to bytes; true with `lines` set up for the GEMM (WritesBlock sets
+// up each block's).
 bool WritesBetweenSteps(const KernelImplementation& kernel, const OutputProgram& program,
                         const Rescale* rescale, const MatrixView& result, bool transposed,
                         LinesBetweenSteps* lines) {
@@ -786,8 +790,7 @@ bool WritesBetweenSteps(const KernelImplementation& kernel, const OutputProgram&
   if (kernel.micro_kernel_writing == nullptr ||
       kernel.format.lhs_rows > LinesBetweenSteps::kMaxLines || (program.count != 2 && !biased) ||
       (biased && rescale != nullptr) || !rescale_floats ||
-      (biased && program.instructions[0].opcode != OutputOpcode::kAdd) ||
-      (transposed ? result.order != Order::kColMajor : result.order != Order::kRowMajor)) {
+      (biased && program.instructions[0].opcode != OutputOpcode::kAdd)) {
     return false;
   }
   const bool signed_results = result.type == ElementType::kInt8;
@@ -813,6 +816,8 @@ bool WritesBetweenSteps(const KernelImplementation& kernel, const OutputProgram&
   lines->right_shift = right_shift;
   lines->signed_results = signed_results;
   lines->result_stride = result.stride;
+  // A transposed task's rows are a column-major result's columns, along its memory.
+  lines->across_memory = !transposed && result.order == Order::kColMajor;
   if (rescale != nullptr) lines->reciprocal = 1.0 / rescale->divisor;
   if (biased) {
     // A result row is a task row unless the task is transposed.

@@ -183,6 +183,11 @@ struct LinesBetweenSteps {
   bool signed_results;  // int8 results, else uint8
   int acc_stride;
   std::ptrdiff_t result_stride;
+  // Whether the lines run across the result's memory (a column-major result's rows: line l's
+  // entry e at results + l + e * result_stride), written 16 entries of every line of the run a
+  // batch; else along it (line l's entry e at results + l * result_stride + e), 64 entries of a
+  // line a batch.
+  bool across_memory;
   // A bias added before the scale (the program's kAdd), in wrapping int32 arithmetic: one value,
   // and values by task row (across the lines) or by task column (along them), or null.
   std::int32_t bias;
@@ -196,16 +201,17 @@ struct LinesBetweenSteps {
   const double* along_a;
   const double* along_b;
   double reciprocal;
-  // Which of the 64 entries of a line's last batch the line has (all of them, or a first part).
+  // Which of the entries of the last batch (64 along memory, 16 across) the lines have (all of
+  // them, or a first part).
   std::uint64_t last_batch_entries;
-  // The run of lines: `lines` lines of `batches` batches of 64 sums each, line l's from
+  // The run of lines: `lines` lines of `batches` batches of sums, line l's from
   // sums + l * acc_stride on, what its sums are owed line_addends[l] (its offset term and bias)
   // and entry_addends[0 ..] (the entries' offset terms and bias, or null for none), its results
-  // from results + l * result_stride on. With a rescale, line l's own terms line_a[l] and
-  // line_b[l], and the float form's factor of the varying term along it and addend (RescaledLine,
-  // output_line.h).
+  // from `results` on. With a rescale, line l's own terms line_a[l] and line_b[l], and the float
+  // form's factor of the varying term along it and addend (RescaledLine, output_line.h). Lines of
+  // at most kMaxEntries entries: a bit each for their 16-entry vectors (exact_vectors).
   static constexpr int kMaxLines = 8;
-  static constexpr int kMaxBatches = 16;
+  static constexpr int kMaxEntries = 1024;
   const std::int32_t* sums;
   const std::int32_t* line_addends;
   std::int32_t biased_terms[kMaxLines];  // line_addends where there is a bias across the lines
@@ -217,8 +223,8 @@ struct LinesBetweenSteps {
   double line_b[kMaxLines];
   float line_factor[kMaxLines];
   float line_addend[kMaxLines];
-  // What is written: the batches before (line, batch), and each line's vectors owed the exact
-  // arithmetic, a bit each, 4 a batch.
+  // What is written: the batches before (line, batch) (across memory, line is 0 until all are),
+  // and each line's 16-entry vectors owed the exact arithmetic, a bit each.
   int line;
   int batch;
   bool exact_owed;

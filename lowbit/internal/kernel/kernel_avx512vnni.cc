@@ -54,23 +54,61 @@ struct ByteRhsSteps {
 };
 
 // The kind of a run of LinesBetweenSteps, each kind its own instance of the code that writes it:
-// whether they have entry addends, whether their last batches have fewer entries than 64, and
-// whether they have a rescale. NoLines: none written.
-template <bool kWithEntryAddends, bool kWithLastInPart, bool kWithRescale>
+// whether they have entry addends, whether their last batches have fewer entries than a whole
+// batch, whether they have a rescale, and whether they run across the result's memory. NoLines:
+// none written.
+template <bool kWithEntryAddends, bool kWithLastInPart, bool kWithRescale, bool kWithAcross>
 struct LinesKind {
   static constexpr bool kWriting = true;
   static constexpr bool kEntryAddends = kWithEntryAddends;
   static constexpr bool kLastInPart = kWithLastInPart;
   static constexpr bool kRescaled = kWithRescale;
+  static constexpr bool kAcross = kWithAcross;
 };
 struct NoLines {
   static constexpr bool kWriting = false;
 };
 
-// Writing LinesBetweenSteps: a batch is 64 sums of a line, 4 vectors, with their terms added, in
-// the float form (byte_scale_avx512.h, the writer's), narrowed to 64 bytes and stored; the vectors
-// with a lane in the window are marked for WriteExactVectors. kPart: a line's last batch of fewer
-// entries, loaded and stored under masks (lanes past them count as outside the window).
+// The float form's value (byte_scale_avx512.h, the writer's) of 16 sums of a line with their
+// terms added: the line's `term`, the entries' addends where the kind has them, and with a
+// rescale the line's factor times the varying term along it plus its addend.
+template <typename Kind>
+__attribute__((always_inline)) inline __m512 FormValue(__m512i sums, __m512i term,
+                                                       __m512i entry_addends, __m512 along,
+                                                       __m512 multiplier, __m512 addend,
+                                                       __m512 line_factor) {
+  __m512i x = _mm512_add_epi32(term, sums);
+  if (Kind::kEntryAddends) x = _mm512_add_epi32(x, entry_addends);
+  if constexpr (Kind::kRescaled) {
+    return byte_scale_avx512::Value(x, multiplier,
+                                    byte_scale_avx512::RescaleTerms(line_factor, along, addend));
+  } else {
+    return byte_scale_avx512::Value(x, multiplier, addend);
+  }
+}
+
+// The entry addends and the rescale's varying terms of the 16 entries from `entry` under `lanes`
+// (where kPart; the rest load as zeros), or zeros where the kind has none.
+template <typename Kind, bool kPart>
+__attribute__((always_inline)) inline void EntryTerms(const LinesBetweenSteps* lines,
+                                                      std::ptrdiff_t entry, __mmask16 lanes,
+                                                      __m512i* entry_addends, __m512* along) {
+  *entry_addends = _mm512_setzero_si512();
+  *along = _mm512_setzero_ps();
+  if (Kind::kEntryAddends) {
+    *entry_addends = kPart ? _mm512_maskz_loadu_epi32(lanes, lines->entry_addends + entry)
+                           : _mm512_loadu_si512(lines->entry_addends + entry);
+  }
+  if (Kind::kRescaled) {
+    *along = kPart ? _mm512_maskz_loadu_ps(lanes, lines->along_float + entry)
+                   : _mm512_loadu_ps(lines->along_float + entry);
+  }
+}
+
+// Writing LinesBetweenSteps along the result's memory: a batch is 64 sums of a line, 4 vectors,
+// in the float form, narrowed to 64 bytes and stored; the vectors with a lane in the window are
+// marked for WriteExactVectors. kPart: a line's last batch of fewer entries, loaded and stored
+// under masks (lanes past them count as outside the window).
 template <typename Kind, bool kPart>
 __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) {
   const std::ptrdiff_t entry = std::ptrdiff_t{64} * lines->batch;
@@ -80,6 +118,7 @@ __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) 
   const __m512i term = _mm512_set1_epi32(lines->line_addends[line]);
   const __m512 multiplier = _mm512_set1_ps(lines->multiplier);
   const __m512 addend = _mm512_set1_ps(Kind::kRescaled ? lines->line_addend[line] : lines->addend);
+  const __m512 line_factor = _mm512_set1_ps(Kind::kRescaled ? lines->line_factor[line] : 0.0f);
   const __m512 magic = _mm512_set1_ps(lines->magic);
   const __m512i window = _mm512_set1_epi32(lines->window);
   const __mmask64 present = kPart ? lines->last_batch_entries : ~__mmask64{0};
@@ -87,21 +126,13 @@ __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) 
   __mmask16 outside[4];
   for (int j = 0; j < 4; ++j) {
     const auto lanes = static_cast<__mmask16>(present >> (16 * j));
-    const auto load = [&](const std::int32_t* values) {
-      return kPart ? _mm512_maskz_loadu_epi32(lanes, values) : _mm512_loadu_si512(values);
-    };
-    __m512i x = _mm512_add_epi32(term, load(sums + 16 * j));
-    if (Kind::kEntryAddends) x = _mm512_add_epi32(x, load(lines->entry_addends + entry + 16 * j));
-    __m512 t;
-    if constexpr (Kind::kRescaled) {
-      const __m512 along = kPart ? _mm512_maskz_loadu_ps(lanes, lines->along_float + entry + 16 * j)
-                                 : _mm512_loadu_ps(lines->along_float + entry + 16 * j);
-      const __m512 terms =
-          byte_scale_avx512::RescaleTerms(_mm512_set1_ps(lines->line_factor[line]), along, addend);
-      t = byte_scale_avx512::Value(x, multiplier, terms);
-    } else {
-      t = byte_scale_avx512::Value(x, multiplier, addend);
-    }
+    __m512i entry_addends;
+    __m512 along;
+    EntryTerms<Kind, kPart>(lines, entry + 16 * j, lanes, &entry_addends, &along);
+    const __m512i loaded =
+        kPart ? _mm512_maskz_loadu_epi32(lanes, sums + 16 * j) : _mm512_loadu_si512(sums + 16 * j);
+    const __m512 t =
+        FormValue<Kind>(loaded, term, entry_addends, along, multiplier, addend, line_factor);
     outside[j] = byte_scale_avx512::OutsideWindow(0xFFFF, t, magic, window);
     if (kPart) outside[j] = _kor_mask16(outside[j], _knot_mask16(lanes));
     v[j] = byte_scale_avx512::Floor(t);
@@ -130,11 +161,98 @@ __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) 
   }
 }
 
+// Writing LinesBetweenSteps across the result's memory: a batch is 16 entries of each of the
+// run's lines, a vector a line (a run of fewer than 8 lines repeats its first line's in the
+// rest, which are neither stored nor marked), in the float form. Each 4 lines' vectors narrow to
+// bytes, lane k holding entries 4k .. 4k + 3 of each line in turn, which a byte shuffle within
+// the lane turns into the 4 lines' bytes of each entry, and an interleave of the two halves'
+// dwords into each entry's 8 bytes: one 8-byte store an entry, at its own place in the result.
+template <typename Kind, bool kPart>
+__attribute__((always_inline)) inline void WriteAcrossBatch(LinesBetweenSteps* lines) {
+  const std::ptrdiff_t entry = std::ptrdiff_t{16} * lines->batch;
+  const auto present = static_cast<__mmask16>(kPart ? lines->last_batch_entries : 0xFFFF);
+  const int line_count = lines->lines;
+  const __m512 multiplier = _mm512_set1_ps(lines->multiplier);
+  const __m512 magic = _mm512_set1_ps(lines->magic);
+  const __m512i window = _mm512_set1_epi32(lines->window);
+  __m512i entry_addends;
+  __m512 along;
+  EntryTerms<Kind, kPart>(lines, entry, present, &entry_addends, &along);
+  const auto quad_bytes = [&](int first_line) __attribute__((always_inline)) {
+    __m512i v[4];
+    for (int j = 0; j < 4; ++j) {
+      const int line = first_line + j < line_count ? first_line + j : 0;
+      const std::int32_t* const sums =
+          lines->sums + static_cast<std::ptrdiff_t>(line) * lines->acc_stride + entry;
+      const __m512 t = FormValue<Kind>(
+          kPart ? _mm512_maskz_loadu_epi32(present, sums) : _mm512_loadu_si512(sums),
+          _mm512_set1_epi32(lines->line_addends[line]), entry_addends, along, multiplier,
+          _mm512_set1_ps(Kind::kRescaled ? lines->line_addend[line] : lines->addend),
+          _mm512_set1_ps(Kind::kRescaled ? lines->line_factor[line] : 0.0f));
+      const __mmask16 outside = byte_scale_avx512::OutsideWindow(present, t, magic, window);
+      if (__builtin_expect(outside != present, 0) && first_line + j < line_count) {
+        lines->exact_vectors[first_line + j] |= std::uint64_t{1} << lines->batch;
+        lines->exact_owed = true;
+      }
+      v[j] = byte_scale_avx512::Floor(t);
+    }
+    const __m512i halves = _mm512_packs_epi32(v[0], v[1]);
+    const __m512i other_halves = _mm512_packs_epi32(v[2], v[3]);
+    const __m512i bytes = lines->signed_results ? _mm512_packs_epi16(halves, other_halves)
+                                                : _mm512_packus_epi16(halves, other_halves);
+    // Lane k: [line 0's entries 4k .. 4k + 3, line 1's, line 2's, line 3's] -> [entry 4k's 4
+    // lines, entry 4k + 1's, ...].
+    const __m512i by_entry = _mm512_set4_epi32(0x0f0b0703, 0x0e0a0602, 0x0d090501, 0x0c080400);
+    return _mm512_shuffle_epi8(bytes, by_entry);
+  };
+  const __m512i low_lines = quad_bytes(0);
+  const __m512i high_lines = quad_bytes(4);
+  // Lane k of first: entries 4k and 4k + 1, 8 bytes each; of second: 4k + 2 and 4k + 3.
+  const __m512i first = _mm512_unpacklo_epi32(low_lines, high_lines);
+  const __m512i second = _mm512_unpackhi_epi32(low_lines, high_lines);
+  std::uint8_t* const results = lines->results + entry * lines->result_stride;
+  const std::ptrdiff_t stride = lines->result_stride;
+  const auto line_bytes = static_cast<__mmask64>((1u << line_count) - 1);
+  const auto store = [&](int e, __m128i pair, bool high) __attribute__((always_inline)) {
+    if (kPart && ((present >> e) & 1) == 0) return;
+    std::uint8_t* const out = results + e * stride;
+    const __m128i bytes = high ? _mm_unpackhi_epi64(pair, pair) : pair;
+    if (line_count == LinesBetweenSteps::kMaxLines) {
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out), bytes);
+    } else {
+      // Under the mask of the run's lines, through the 512-bit form (AVX-512 BW without VL).
+      _mm512_mask_storeu_epi8(out, line_bytes, _mm512_castsi128_si512(bytes));
+    }
+  };
+  // Lane k's four entries (vextracti32x4 takes the lane as an immediate).
+  const auto store_lane = [&](auto lane) __attribute__((always_inline)) {
+    constexpr int k = decltype(lane)::value;
+    const __m128i first_pair = _mm512_extracti32x4_epi32(first, k);
+    const __m128i second_pair = _mm512_extracti32x4_epi32(second, k);
+    store(4 * k, first_pair, false);
+    store(4 * k + 1, first_pair, true);
+    store(4 * k + 2, second_pair, false);
+    store(4 * k + 3, second_pair, true);
+  };
+  store_lane(std::integral_constant<int, 0>());
+  store_lane(std::integral_constant<int, 1>());
+  store_lane(std::integral_constant<int, 2>());
+  store_lane(std::integral_constant<int, 3>());
+  if (++lines->batch == lines->batches) lines->line = line_count;
+}
+
 // The run's next batch, if any.
 template <typename Kind>
 __attribute__((always_inline)) inline void WriteNextBatch(LinesBetweenSteps* lines) {
   if (lines->line == lines->lines) return;
-  if (Kind::kLastInPart && lines->batch + 1 == lines->batches) {
+  const bool part = Kind::kLastInPart && lines->batch + 1 == lines->batches;
+  if constexpr (Kind::kAcross) {
+    if (part) {
+      WriteAcrossBatch<Kind, true>(lines);
+    } else {
+      WriteAcrossBatch<Kind, false>(lines);
+    }
+  } else if (part) {
     WriteBatch<Kind, true>(lines);
   } else {
     WriteBatch<Kind, false>(lines);
@@ -144,27 +262,24 @@ __attribute__((always_inline)) inline void WriteNextBatch(LinesBetweenSteps* lin
 // f(Kind{}) with the LinesKind of `lines`.
 template <typename Function>
 void ForLinesKind(const LinesBetweenSteps& lines, const Function& f) {
-  const auto with_rescale = [&](auto entry_addends, auto last_in_part) {
-    constexpr bool kEntryAddends = decltype(entry_addends)::value;
-    constexpr bool kLastInPart = decltype(last_in_part)::value;
-    if (lines.rescaled) {
-      f(LinesKind<kEntryAddends, kLastInPart, true>());
+  // then(std::bool_constant<condition>{}).
+  const auto choose = [](bool condition, const auto& then) {
+    if (condition) {
+      then(std::true_type());
     } else {
-      f(LinesKind<kEntryAddends, kLastInPart, false>());
+      then(std::false_type());
     }
   };
-  const auto with_part = [&](auto entry_addends) {
-    if (~lines.last_batch_entries != 0) {
-      with_rescale(entry_addends, std::true_type());
-    } else {
-      with_rescale(entry_addends, std::false_type());
-    }
-  };
-  if (lines.entry_addends != nullptr) {
-    with_part(std::true_type());
-  } else {
-    with_part(std::false_type());
-  }
+  choose(lines.entry_addends != nullptr, [&](auto entry_addends) {
+    choose(~lines.last_batch_entries != 0, [&](auto last_in_part) {
+      choose(lines.rescaled, [&](auto rescaled) {
+        choose(lines.across_memory, [&](auto across) {
+          f(LinesKind<decltype(entry_addends)::value, decltype(last_in_part)::value,
+                      decltype(rescaled)::value, decltype(across)::value>());
+        });
+      });
+    });
+  });
 }
 
 // The marked vectors again, by the exact arithmetic (the rescale in doubles, QuantizeDownScale:
@@ -174,18 +289,19 @@ __attribute__((noinline)) void WriteExactVectors(LinesBetweenSteps* lines) {
   const fixedpoint::QuantizeDownScale<Avx512Int32x16> exact(
       Avx512Int32x16{_mm512_set1_epi32(lines->scale_multiplier)}, lines->right_shift,
       Avx512Int32x16{_mm512_set1_epi32(lines->scale_offset)});
+  // Along memory a batch is 4 vectors of a line, across it one vector of each line.
+  const int batch_vectors = lines->across_memory ? 1 : 4;
   for (int line = 0; line < lines->lines; ++line) {
     const std::int32_t* const sums =
         lines->sums + static_cast<std::ptrdiff_t>(line) * lines->acc_stride;
-    std::uint8_t* const results =
-        lines->results + static_cast<std::ptrdiff_t>(line) * lines->result_stride;
     for (std::uint64_t marked = lines->exact_vectors[line]; marked != 0; marked &= marked - 1) {
-      const int vector = __builtin_ctzll(marked);  // 4 vectors of 16 entries a batch
+      const int vector = __builtin_ctzll(marked);
       const int entry = vector * 16;
       // The vector's entries: some of a last batch of fewer.
-      const auto lanes = static_cast<__mmask16>(
-          vector / 4 + 1 == lines->batches ? lines->last_batch_entries >> (16 * (vector % 4))
-                                           : 0xFFFF);
+      const auto lanes =
+          static_cast<__mmask16>(vector / batch_vectors + 1 == lines->batches
+                                     ? lines->last_batch_entries >> (16 * (vector % batch_vectors))
+                                     : 0xFFFF);
       __m512i x = _mm512_add_epi32(_mm512_set1_epi32(lines->line_addends[line]),
                                    _mm512_maskz_loadu_epi32(lanes, sums + entry));
       if (lines->entry_addends != nullptr) {
@@ -201,8 +317,20 @@ __attribute__((noinline)) void WriteExactVectors(LinesBetweenSteps* lines) {
           lines->signed_results
               ? _mm512_cvtsepi32_epi8(v)
               : _mm512_cvtusepi32_epi8(_mm512_max_epi32(v, _mm512_setzero_si512()));
-      // A 16-byte store under the mask, through the 512-bit form (AVX-512 BW without VL).
-      _mm512_mask_storeu_epi8(results + entry, __mmask64{lanes}, _mm512_castsi128_si512(bytes));
+      if (lines->across_memory) {
+        // An entry a byte, each at its own place in the result.
+        alignas(16) std::uint8_t values[16];
+        _mm_store_si128(reinterpret_cast<__m128i*>(values), bytes);
+        std::uint8_t* const results = lines->results + line + entry * lines->result_stride;
+        for (int i = 0; i < 16; ++i) {
+          if ((lanes >> i) & 1) results[i * lines->result_stride] = values[i];
+        }
+      } else {
+        // A 16-byte store under the mask, through the 512-bit form (AVX-512 BW without VL).
+        std::uint8_t* const results =
+            lines->results + static_cast<std::ptrdiff_t>(line) * lines->result_stride + entry;
+        _mm512_mask_storeu_epi8(results, __mmask64{lanes}, _mm512_castsi128_si512(bytes));
+      }
     }
     lines->exact_vectors[line] = 0;
   }
