@@ -466,8 +466,9 @@ TEST_P(BitDepthGemmTest, RoundingPhasesKeptBetweenGemmsOfAContext) {
 // 8-bit results of a QuantizeDown of GEMMs whose bit depths leave a rescale to the output (255 /
 // (2^bits - 1) not an integer on a side), uniform offsets: what the AVX-512 VNNI kernel writes
 // between its tile's steps, the rescale and the scale together in float (LinesBetweenSteps), for
-// result lines along the result's memory. Shapes with tiles short of 8 rows, two depth slices,
-// blocks of 17 to 512 columns (lines that end in part of a 64-entry batch); uint8 and int8
+// result lines along the result's memory and across it (a column-major result of fewer rows than
+// columns). Shapes with tiles short of 8 rows, two depth slices, blocks of 17 to 512 columns
+// (lines that end in part of a batch); uint8 and int8
 // operands and results; the benchmarks' scale and scales whose float form sends more vectors to
 // the exact arithmetic.
 TEST_P(BitDepthGemmTest, RescaledResultsWrittenBetweenTileStepsMatchTheScalarReference) {
