@@ -168,14 +168,15 @@ constexpr int kMaxDirectRhsRows = 16;
 
 // Lines of finished sums (offset terms owed: one per line and one per entry along the lines,
 // or none along them where packing cancels the other operand's offset) that a kernel writes as
-// 8-bit results of an optional bias, a QuantizeDown and the saturating cast to their type, 64
-// entries at a time, between the steps of its next tile: its multiply-adds leave vector ports idle
-// that the output's conversions use (doc/design.md, "AVX-512 VNNI"). The scale runs in the float
-// form of ByteScaleConstants (lowbit/internal/output/output_line.h), or with the rescale of
+// 8-bit results of an optional bias, a QuantizeDown and the saturating cast to their type, a batch
+// of entries at a time, between the steps of its next tile: its multiply-adds leave vector ports
+// idle that the output's conversions use (doc/design.md, "AVX-512 VNNI"). The scale runs in the
+// float form of ByteScaleConstants (lowbit/internal/output/output_line.h), or with the rescale of
 // requantized operands' sums before it in that of RescaledByteScaleConstants, and a vector with a
 // lane in the form's window takes the exact arithmetic after the tile, as the writer's batches do.
 struct LinesBetweenSteps {
-  // The same for every line of a GEMM (acc_stride: of a block).
+  // The same for every line of a GEMM (of a block: acc_stride, and with a rescale the float form's
+  // constants, which depend on the block's terms).
   float multiplier, addend, magic;  // ByteScaleConstants', or RescaledByteScaleConstants'
   std::int32_t window;              // (multiplier its sum_factor, addend each line's own)
   std::int32_t scale_multiplier, scale_offset;  // the QuantizeDown's own, for the exact arithmetic
