@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <tuple>
@@ -356,7 +357,7 @@ TEST_P(PipelineTest, PipelinesMatchStagesAppliedToReference) {
 // it. Shapes with tiles short of 8 rows (down to a run of one line), two depth slices, blocks of
 // 17 to 1000 columns, lines that end in part of a batch; scales that saturate both ends, the
 // benchmarks' (whose float form sends about one batch in 8 to the exact arithmetic) and the
-// widest window's; with a bias by rows or by columns.
+// widest window's; with a bias by rows or by columns; a scale per channel by rows or by columns.
 TEST_P(PipelineTest, ResultsWrittenBetweenTileStepsMatchStagesAppliedToReference) {
   const Shape shapes[] = {{64, 64, 64},   {256, 100, 70}, {100, 256, 1000}, {192, 320, 33},
                           {128, 61, 64},  {512, 512, 9},  {40, 96, 50},     {300, 17, 64},
@@ -388,6 +389,29 @@ TEST_P(PipelineTest, ResultsWrittenBetweenTileStepsMatchStagesAppliedToReference
                                 ChannelAxis::kCol},
         OutputStageQuantizeDownInt32ByFixedPoint{1518500250, 9, -3},
         OutputStageSaturatingCastToInt8{});
+    // A scale per channel by rows and by columns (across the written lines or along them), with
+    // shifts below 8, whose lines take the exact arithmetic throughout.
+    std::uniform_int_distribution<std::int32_t> multiplier_value(
+        1 << 29, std::numeric_limits<std::int32_t>::max());
+    std::uniform_int_distribution<std::int32_t> shift_value(6, 16);
+    std::vector<std::int32_t> row_multipliers(shape.rows), row_shifts(shape.rows);
+    std::vector<std::int32_t> col_multipliers(shape.cols), col_shifts(shape.cols);
+    for (auto& v : row_multipliers) v = multiplier_value(random);
+    for (auto& v : row_shifts) v = shift_value(random);
+    for (auto& v : col_multipliers) v = multiplier_value(random);
+    for (auto& v : col_shifts) v = shift_value(random);
+    const auto scaled_by_rows = std::make_tuple(
+        OutputStageQuantizeDownInt32ByFixedPointPerChannel{
+            VectorMap<const std::int32_t>(row_multipliers.data(), shape.rows),
+            VectorMap<const std::int32_t>(row_shifts.data(), shape.rows), 128, ChannelAxis::kRow},
+        OutputStageSaturatingCastToUint8{});
+    const auto scaled_by_cols = std::make_tuple(
+        OutputStageBiasAddition{VectorMap<const std::int32_t>(col_bias.data(), shape.cols),
+                                ChannelAxis::kCol},
+        OutputStageQuantizeDownInt32ByFixedPointPerChannel{
+            VectorMap<const std::int32_t>(col_multipliers.data(), shape.cols),
+            VectorMap<const std::int32_t>(col_shifts.data(), shape.cols), -3, ChannelAxis::kCol},
+        OutputStageSaturatingCastToInt8{});
     for (Order result_order : {Order::kColMajor, Order::kRowMajor}) {
       for (bool cancelling : {true, false}) {
         Problem problem = MakeProblem(shape, index++);
@@ -395,7 +419,7 @@ TEST_P(PipelineTest, ResultsWrittenBetweenTileStepsMatchStagesAppliedToReference
         problem.per_channel_offsets = false;
         problem.cancelling_offsets = cancelling;
         CheckProblemWithEach(&context_, problem, saturating, benchmarks, widest_window,
-                             biased_by_rows, biased_by_cols);
+                             biased_by_rows, biased_by_cols, scaled_by_rows, scaled_by_cols);
         if (HasFatalFailure()) return;
       }
     }

@@ -541,6 +541,24 @@ struct GemmTask {
                 written->results +
                     first_line * (lines.across_memory ? std::ptrdiff_t{1} : lines.result_stride),
                 count);
+      if (lines.scale_by_line) {
+        for (int l = 0; l < count; ++l) {
+          const std::int32_t multiplier = lines.multiplier_by_row != nullptr
+                                              ? lines.multiplier_by_row[row + l]
+                                              : lines.scale_multiplier;
+          const int right_shift = lines.right_shift_by_row != nullptr
+                                      ? lines.right_shift_by_row[row + l]
+                                      : lines.right_shift;
+          const output_writer::ByteScaleConstants constants(multiplier, right_shift,
+                                                            lines.scale_offset);
+          lines.line_multiplier[l] = constants.multiplier;
+          lines.line_addend[l] = constants.addend;
+          lines.line_magic[l] = constants.magic;
+          lines.line_window[l] = constants.window;  // 0 where not usable: the exact arithmetic
+          lines.line_scale_multiplier[l] = multiplier;
+          lines.line_right_shift[l] = right_shift;
+        }
+      }
       if (rescale == nullptr) return;
       for (int l = 0; l < count; ++l) {
         lines.line_a[l] = rescale->lhs.a[row + l];
@@ -797,21 +815,36 @@ bool WritesBetweenSteps(const KernelImplementation& kernel, const OutputProgram&
   if (!signed_results && result.type != ElementType::kUint8) return false;
   const OutputInstruction& scale = program.instructions[biased ? 1 : 0];
   const OutputInstruction& cast = program.instructions[biased ? 2 : 1];
-  if (scale.opcode != OutputOpcode::kScaleByFixedPoint || scale.first.per_channel != nullptr ||
-      scale.second.per_channel != nullptr || scale.second.value > 0 ||
-      cast.opcode != OutputOpcode::kClamp || cast.offset != (signed_results ? -128 : 0) ||
-      cast.limit != (signed_results ? 127 : 255)) {
+  if (scale.opcode != OutputOpcode::kScaleByFixedPoint || cast.opcode != OutputOpcode::kClamp ||
+      cast.offset != (signed_results ? -128 : 0) || cast.limit != (signed_results ? 127 : 255)) {
     return false;
   }
-  const int right_shift = -scale.second.value;
-  const output_writer::ByteScaleConstants constants(scale.first.value, right_shift, scale.offset);
-  if (!constants.usable) return false;
+  // A scale per channel: of the task rows (a result row is a task row unless the task is
+  // transposed), with right shifts (per-channel ones stored as shifts), and no rescale.
+  const auto by_task_row = [&](const ChannelParameter& parameter) {
+    return (parameter.axis == ChannelAxis::kRow) != transposed;
+  };
+  const ChannelParameter& multiplier = scale.first;
+  const ChannelParameter& exponent = scale.second;
+  const bool scale_by_line = multiplier.per_channel != nullptr || exponent.per_channel != nullptr;
+  if ((multiplier.per_channel != nullptr && !by_task_row(multiplier)) ||
+      (exponent.per_channel != nullptr ? !by_task_row(exponent) || !exponent.negated
+                                       : exponent.value > 0) ||
+      (scale_by_line && rescale != nullptr)) {
+    return false;
+  }
+  const int right_shift = -exponent.value;
+  const output_writer::ByteScaleConstants constants(multiplier.value, right_shift, scale.offset);
+  if (!scale_by_line && !constants.usable) return false;
   *lines = {};
+  lines->scale_by_line = scale_by_line;
+  lines->multiplier_by_row = multiplier.per_channel;
+  lines->right_shift_by_row = exponent.per_channel;
   lines->multiplier = constants.multiplier;
   lines->addend = constants.addend;
   lines->magic = constants.magic;
   lines->window = constants.window;
-  lines->scale_multiplier = scale.first.value;
+  lines->scale_multiplier = multiplier.value;
   lines->scale_offset = scale.offset;
   lines->right_shift = right_shift;
   lines->signed_results = signed_results;
@@ -820,11 +853,10 @@ bool WritesBetweenSteps(const KernelImplementation& kernel, const OutputProgram&
   lines->across_memory = !transposed && result.order == Order::kColMajor;
   if (rescale != nullptr) lines->reciprocal = 1.0 / rescale->divisor;
   if (biased) {
-    // A result row is a task row unless the task is transposed.
     const ChannelParameter& bias = program.instructions[0].first;
     if (bias.per_channel == nullptr) {
       lines->bias = bias.value;
-    } else if ((bias.axis == ChannelAxis::kRow) != transposed) {
+    } else if (by_task_row(bias)) {
       lines->bias_by_row = bias.per_channel;
     } else {
       lines->bias_by_col = bias.per_channel;

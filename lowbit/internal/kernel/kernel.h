@@ -181,6 +181,14 @@ struct LinesBetweenSteps {
   std::int32_t window;              // (multiplier its sum_factor, addend each line's own)
   std::int32_t scale_multiplier, scale_offset;  // the QuantizeDown's own, for the exact arithmetic
   int right_shift;
+  // A QuantizeDown per channel of the task rows, the lines: its multipliers and right shifts by
+  // task row (either may be one value), each line's own in line_multiplier, line_addend,
+  // line_magic and line_window (ByteScaleConstants'; a window of 0 sends every vector of a line
+  // whose constants are not usable to the exact arithmetic) and in line_scale_multiplier and
+  // line_right_shift.
+  bool scale_by_line;
+  const std::int32_t* multiplier_by_row;
+  const std::int32_t* right_shift_by_row;
   bool signed_results;  // int8 results, else uint8
   int acc_stride;
   std::ptrdiff_t result_stride;
@@ -223,7 +231,12 @@ struct LinesBetweenSteps {
   double line_a[kMaxLines];
   double line_b[kMaxLines];
   float line_factor[kMaxLines];
-  float line_addend[kMaxLines];
+  float line_addend[kMaxLines];  // with a rescale, or a scale by line
+  float line_multiplier[kMaxLines];
+  float line_magic[kMaxLines];
+  std::int32_t line_window[kMaxLines];
+  std::int32_t line_scale_multiplier[kMaxLines];
+  int line_right_shift[kMaxLines];
   // What is written: the batches before (line, batch) (across memory, line is 0 until all are),
   // and each line's 16-entry vectors owed the exact arithmetic, a bit each.
   int line;

@@ -87,6 +87,22 @@ __attribute__((always_inline)) inline __m512 FormValue(__m512i sums, __m512i ter
   }
 }
 
+// The float form's constants for line `line`: the GEMM's (the block's with a rescale, whose addend
+// is each line's own), or the line's own where the scale is by line.
+struct FormConstants {
+  __m512 multiplier, addend, magic;
+  __m512i window;
+};
+template <typename Kind>
+__attribute__((always_inline)) inline FormConstants FormConstantsOf(const LinesBetweenSteps* lines,
+                                                                    int line) {
+  const bool by_line = lines->scale_by_line;
+  return {_mm512_set1_ps(by_line ? lines->line_multiplier[line] : lines->multiplier),
+          _mm512_set1_ps(Kind::kRescaled || by_line ? lines->line_addend[line] : lines->addend),
+          _mm512_set1_ps(by_line ? lines->line_magic[line] : lines->magic),
+          _mm512_set1_epi32(by_line ? lines->line_window[line] : lines->window)};
+}
+
 // The entry addends and the rescale's varying terms of the 16 entries from `entry` under `lanes`
 // (where kPart; the rest load as zeros), or zeros where the kind has none.
 template <typename Kind, bool kPart>
@@ -116,11 +132,8 @@ __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) 
   const std::int32_t* const sums =
       lines->sums + static_cast<std::ptrdiff_t>(line) * lines->acc_stride + entry;
   const __m512i term = _mm512_set1_epi32(lines->line_addends[line]);
-  const __m512 multiplier = _mm512_set1_ps(lines->multiplier);
-  const __m512 addend = _mm512_set1_ps(Kind::kRescaled ? lines->line_addend[line] : lines->addend);
+  const FormConstants form = FormConstantsOf<Kind>(lines, line);
   const __m512 line_factor = _mm512_set1_ps(Kind::kRescaled ? lines->line_factor[line] : 0.0f);
-  const __m512 magic = _mm512_set1_ps(lines->magic);
-  const __m512i window = _mm512_set1_epi32(lines->window);
   const __mmask64 present = kPart ? lines->last_batch_entries : ~__mmask64{0};
   __m512i v[4];
   __mmask16 outside[4];
@@ -131,9 +144,9 @@ __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) 
     EntryTerms<Kind, kPart>(lines, entry + 16 * j, lanes, &entry_addends, &along);
     const __m512i loaded =
         kPart ? _mm512_maskz_loadu_epi32(lanes, sums + 16 * j) : _mm512_loadu_si512(sums + 16 * j);
-    const __m512 t =
-        FormValue<Kind>(loaded, term, entry_addends, along, multiplier, addend, line_factor);
-    outside[j] = byte_scale_avx512::OutsideWindow(0xFFFF, t, magic, window);
+    const __m512 t = FormValue<Kind>(loaded, term, entry_addends, along, form.multiplier,
+                                     form.addend, line_factor);
+    outside[j] = byte_scale_avx512::OutsideWindow(0xFFFF, t, form.magic, form.window);
     if (kPart) outside[j] = _kor_mask16(outside[j], _knot_mask16(lanes));
     v[j] = byte_scale_avx512::Floor(t);
   }
@@ -172,9 +185,6 @@ __attribute__((always_inline)) inline void WriteAcrossBatch(LinesBetweenSteps* l
   const std::ptrdiff_t entry = std::ptrdiff_t{16} * lines->batch;
   const auto present = static_cast<__mmask16>(kPart ? lines->last_batch_entries : 0xFFFF);
   const int line_count = lines->lines;
-  const __m512 multiplier = _mm512_set1_ps(lines->multiplier);
-  const __m512 magic = _mm512_set1_ps(lines->magic);
-  const __m512i window = _mm512_set1_epi32(lines->window);
   __m512i entry_addends;
   __m512 along;
   EntryTerms<Kind, kPart>(lines, entry, present, &entry_addends, &along);
@@ -184,12 +194,13 @@ __attribute__((always_inline)) inline void WriteAcrossBatch(LinesBetweenSteps* l
       const int line = first_line + j < line_count ? first_line + j : 0;
       const std::int32_t* const sums =
           lines->sums + static_cast<std::ptrdiff_t>(line) * lines->acc_stride + entry;
+      const FormConstants form = FormConstantsOf<Kind>(lines, line);
       const __m512 t = FormValue<Kind>(
           kPart ? _mm512_maskz_loadu_epi32(present, sums) : _mm512_loadu_si512(sums),
-          _mm512_set1_epi32(lines->line_addends[line]), entry_addends, along, multiplier,
-          _mm512_set1_ps(Kind::kRescaled ? lines->line_addend[line] : lines->addend),
-          _mm512_set1_ps(Kind::kRescaled ? lines->line_factor[line] : 0.0f));
-      const __mmask16 outside = byte_scale_avx512::OutsideWindow(present, t, magic, window);
+          _mm512_set1_epi32(lines->line_addends[line]), entry_addends, along, form.multiplier,
+          form.addend, _mm512_set1_ps(Kind::kRescaled ? lines->line_factor[line] : 0.0f));
+      const __mmask16 outside =
+          byte_scale_avx512::OutsideWindow(present, t, form.magic, form.window);
       if (__builtin_expect(outside != present, 0) && first_line + j < line_count) {
         lines->exact_vectors[first_line + j] |= std::uint64_t{1} << lines->batch;
         lines->exact_owed = true;
@@ -286,12 +297,20 @@ void ForLinesKind(const LinesBetweenSteps& lines, const Function& f) {
 // the writer's).
 __attribute__((noinline)) void WriteExactVectors(LinesBetweenSteps* lines) {
   using fixedpoint::Avx512Int32x16;
-  const fixedpoint::QuantizeDownScale<Avx512Int32x16> exact(
-      Avx512Int32x16{_mm512_set1_epi32(lines->scale_multiplier)}, lines->right_shift,
-      Avx512Int32x16{_mm512_set1_epi32(lines->scale_offset)});
+  // The QuantizeDown of line `line`.
+  const auto scale_of = [&](int line) {
+    const bool by_line = lines->scale_by_line;
+    return fixedpoint::QuantizeDownScale<Avx512Int32x16>(
+        Avx512Int32x16{_mm512_set1_epi32(by_line ? lines->line_scale_multiplier[line]
+                                                 : lines->scale_multiplier)},
+        by_line ? lines->line_right_shift[line] : lines->right_shift,
+        Avx512Int32x16{_mm512_set1_epi32(lines->scale_offset)});
+  };
   // Along memory a batch is 4 vectors of a line, across it one vector of each line.
   const int batch_vectors = lines->across_memory ? 1 : 4;
   for (int line = 0; line < lines->lines; ++line) {
+    if (lines->exact_vectors[line] == 0) continue;
+    const fixedpoint::QuantizeDownScale<Avx512Int32x16> exact = scale_of(line);
     const std::int32_t* const sums =
         lines->sums + static_cast<std::ptrdiff_t>(line) * lines->acc_stride;
     for (std::uint64_t marked = lines->exact_vectors[line]; marked != 0; marked &= marked - 1) {
