@@ -516,6 +516,28 @@ struct GemmTask {
       }
       lines.entry_addends = scratch.col_parts;
     }
+    if (lines.scale_by_entry) {
+      lines.entry_scale_multiplier = lines.multiplier_by_col + first_col;
+      lines.entry_right_shift = lines.right_shift_by_col + first_col;
+      // The worker's arrays of LinesBetweenSteps::kMaxEntries entries (RunGemm's layout).
+      auto* const multipliers = reinterpret_cast<float*>(scratch.entry_constants);
+      float* const addends = multipliers + LinesBetweenSteps::kMaxEntries;
+      float* const magics = addends + LinesBetweenSteps::kMaxEntries;
+      auto* const windows =
+          reinterpret_cast<std::int32_t*>(magics + LinesBetweenSteps::kMaxEntries);
+      for (int c = 0; c < block_cols; ++c) {
+        const output_writer::ByteScaleConstants constants(
+            lines.entry_scale_multiplier[c], lines.entry_right_shift[c], lines.scale_offset);
+        multipliers[c] = constants.multiplier;
+        addends[c] = constants.addend;
+        magics[c] = constants.magic;
+        windows[c] = constants.window;  // 0 where not usable: the exact arithmetic
+      }
+      lines.entry_multiplier = multipliers;
+      lines.entry_addend = addends;
+      lines.entry_magic = magics;
+      lines.entry_window = windows;
+    }
     // Task rows are result rows (the task is not transposed where the lines run across memory).
     const std::ptrdiff_t line_step = lines.across_memory ? 1 : lines.result_stride;
     const std::ptrdiff_t entry_step = lines.across_memory ? lines.result_stride : 1;
@@ -792,6 +814,20 @@ void ThrowIfPackingFoundOutside(const RangeBits& scan, const std::atomic<std::ui
   }
 }
 
+// Whether `program` holds a QuantizeDown per channel: a kernel that writes results between its
+// tile's steps then keeps each entry's float-form constants where the channels run along the
+// lines (WorkerScratch::entry_constants).
+bool ScalesPerChannel(const OutputProgram& program) {
+  for (int i = 0; i < program.count; ++i) {
+    const OutputInstruction& instruction = program.instructions[i];
+    if (instruction.opcode == OutputOpcode::kScaleByFixedPoint &&
+        (instruction.first.per_channel != nullptr || instruction.second.per_channel != nullptr)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Where `kernel` writes the results between its tile's steps (LinesBetweenSteps) for a GEMM whose
 // writer would owe its sums separable offset terms (task lhs rows' and columns'), and then
 // the rescale of requantized operands where `rescale` (as the task sees it) is not null, and run
@@ -820,26 +856,34 @@ bool WritesBetweenSteps(const KernelImplementation& kernel, const OutputProgram&
     return false;
   }
   // A scale per channel: of the task rows (a result row is a task row unless the task is
-  // transposed), with right shifts (per-channel ones stored as shifts), and no rescale.
+  // transposed; multiplier, shift or both), or of the task columns (both), with right shifts
+  // (per-channel ones stored as shifts), and no rescale.
   const auto by_task_row = [&](const ChannelParameter& parameter) {
-    return (parameter.axis == ChannelAxis::kRow) != transposed;
+    return parameter.per_channel != nullptr && (parameter.axis == ChannelAxis::kRow) != transposed;
+  };
+  const auto by_task_col = [&](const ChannelParameter& parameter) {
+    return parameter.per_channel != nullptr && (parameter.axis == ChannelAxis::kRow) == transposed;
   };
   const ChannelParameter& multiplier = scale.first;
   const ChannelParameter& exponent = scale.second;
-  const bool scale_by_line = multiplier.per_channel != nullptr || exponent.per_channel != nullptr;
-  if ((multiplier.per_channel != nullptr && !by_task_row(multiplier)) ||
-      (exponent.per_channel != nullptr ? !by_task_row(exponent) || !exponent.negated
-                                       : exponent.value > 0) ||
-      (scale_by_line && rescale != nullptr)) {
+  const bool scale_by_line = by_task_row(multiplier) || by_task_row(exponent);
+  const bool scale_by_entry = by_task_col(multiplier) || by_task_col(exponent);
+  if ((exponent.per_channel != nullptr ? !exponent.negated : exponent.value > 0) ||
+      (scale_by_line && scale_by_entry) ||
+      (scale_by_entry && !(by_task_col(multiplier) && by_task_col(exponent))) ||
+      ((scale_by_line || scale_by_entry) && rescale != nullptr)) {
     return false;
   }
   const int right_shift = -exponent.value;
   const output_writer::ByteScaleConstants constants(multiplier.value, right_shift, scale.offset);
-  if (!scale_by_line && !constants.usable) return false;
+  if (!scale_by_line && !scale_by_entry && !constants.usable) return false;
   *lines = {};
   lines->scale_by_line = scale_by_line;
-  lines->multiplier_by_row = multiplier.per_channel;
-  lines->right_shift_by_row = exponent.per_channel;
+  lines->multiplier_by_row = scale_by_line ? multiplier.per_channel : nullptr;
+  lines->right_shift_by_row = scale_by_line ? exponent.per_channel : nullptr;
+  lines->scale_by_entry = scale_by_entry;
+  lines->multiplier_by_col = scale_by_entry ? multiplier.per_channel : nullptr;
+  lines->right_shift_by_col = scale_by_entry ? exponent.per_channel : nullptr;
   lines->multiplier = constants.multiplier;
   lines->addend = constants.addend;
   lines->magic = constants.magic;
@@ -1087,8 +1131,13 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
       lhs_requantization != nullptr || rhs_requantization != nullptr
           ? RequantizeScratch::Bytes(requantize_width, depth, requantize_work_bytes)
           : 0;
+  const int entry_constants_count = kernel.micro_kernel_writing != nullptr &&
+                                            target.program != nullptr &&
+                                            ScalesPerChannel(*target.program)
+                                        ? LinesBetweenSteps::kMaxEntries
+                                        : 0;
   const ScratchLayout layout(format, blocking, rows, cols, padded_depth, rhs_memory,
-                             requantize_bytes);
+                             requantize_bytes, entry_constants_count);
   char* scratch = static_cast<char*>(state.Scratch(layout.Total(threads)));
   SharedScratch shared = layout.Shared(scratch);
   EffectiveOffsets(task_lhs_offset, PackedValueShift(format.lhs_type, task_lhs), rows,

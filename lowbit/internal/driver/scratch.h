@@ -44,6 +44,9 @@ struct WorkerScratch {
   // block's columns' parts.
   std::int32_t* row_parts;
   std::int32_t* col_parts;
+  // For a kernel that writes a block's results between its steps with a scale per entry, each
+  // entry's float-form constants (GemmTask::WritesBlock): four arrays of entry_constants_count.
+  char* entry_constants;
   std::int32_t* acc;
   char* rhs_block;
   // For operands requantized as they are packed: a panel's requantized lines and what
@@ -77,12 +80,16 @@ struct ScratchLayout {
   std::size_t row_sums_bytes;
   std::size_t row_parts_bytes;
   std::size_t col_parts_bytes;
+  std::size_t entry_constants_bytes;
   std::size_t acc_bytes;
   std::size_t rhs_block_bytes;
   std::size_t requantize_bytes;
 
+  // entry_constants_count: the entries of a block whose float-form constants a worker keeps
+  // (WorkerScratch::entry_constants), or 0.
   ScratchLayout(const KernelFormat& format, const Blocking& blocking, int rows, int cols,
-                int padded_depth, RhsMemory rhs_memory, std::size_t requantize_bytes = 0)
+                int padded_depth, RhsMemory rhs_memory, std::size_t requantize_bytes = 0,
+                int entry_constants_count = 0)
       : packed_rhs_bytes(rhs_memory != RhsMemory::kSharedChunk
                              ? 0
                              : AlignUp(PackedBytes(
@@ -99,6 +106,7 @@ struct ScratchLayout {
         row_sums_bytes(AlignUp(sizeof(std::int32_t) * blocking.rows)),
         row_parts_bytes(row_sums_bytes),
         col_parts_bytes(AlignUp(sizeof(std::int32_t) * blocking.cols)),
+        entry_constants_bytes(AlignUp(4 * sizeof(std::int32_t) * entry_constants_count)),
         acc_bytes(AlignUp(sizeof(std::int32_t) * blocking.rows *
                           AccumulatorStride(blocking.cols, format))),
         rhs_block_bytes(rhs_memory == RhsMemory::kWorkerBlock
@@ -112,8 +120,8 @@ struct ScratchLayout {
     return packed_rhs_bytes + col_sums_bytes + lhs_offsets_bytes + rhs_offsets_bytes;
   }
   std::size_t PerWorkerBytes() const {
-    return packed_lhs_bytes + row_sums_bytes + row_parts_bytes + col_parts_bytes + acc_bytes +
-           rhs_block_bytes + requantize_bytes;
+    return packed_lhs_bytes + row_sums_bytes + row_parts_bytes + col_parts_bytes +
+           entry_constants_bytes + acc_bytes + rhs_block_bytes + requantize_bytes;
   }
   std::size_t Total(int workers) const { return SharedBytes() + PerWorkerBytes() * workers; }
 
@@ -141,6 +149,8 @@ struct ScratchLayout {
     p += row_parts_bytes;
     worker_scratch.col_parts = reinterpret_cast<std::int32_t*>(p);
     p += col_parts_bytes;
+    worker_scratch.entry_constants = p;
+    p += entry_constants_bytes;
     worker_scratch.acc = reinterpret_cast<std::int32_t*>(p);
     p += acc_bytes;
     worker_scratch.rhs_block = p;

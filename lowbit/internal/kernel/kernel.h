@@ -189,6 +189,18 @@ struct LinesBetweenSteps {
   bool scale_by_line;
   const std::int32_t* multiplier_by_row;
   const std::int32_t* right_shift_by_row;
+  // A QuantizeDown per channel of the task columns, along the lines: its multipliers and right
+  // shifts by task column, and from the block's first entry on each entry's own and its
+  // constants (entry_multiplier ... entry_window, as for a line's above).
+  bool scale_by_entry;
+  const std::int32_t* multiplier_by_col;
+  const std::int32_t* right_shift_by_col;
+  const std::int32_t* entry_scale_multiplier;
+  const std::int32_t* entry_right_shift;
+  const float* entry_multiplier;
+  const float* entry_addend;
+  const float* entry_magic;
+  const std::int32_t* entry_window;
   bool signed_results;  // int8 results, else uint8
   int acc_stride;
   std::ptrdiff_t result_stride;

@@ -55,15 +55,17 @@ struct ByteRhsSteps {
 
 // The kind of a run of LinesBetweenSteps, each kind its own instance of the code that writes it:
 // whether they have entry addends, whether their last batches have fewer entries than a whole
-// batch, whether they have a rescale, and whether they run across the result's memory. NoLines:
-// none written.
-template <bool kWithEntryAddends, bool kWithLastInPart, bool kWithRescale, bool kWithAcross>
+// batch, whether they have a rescale, whether they run across the result's memory, and whether
+// their scale is per entry. NoLines: none written.
+template <bool kWithEntryAddends, bool kWithLastInPart, bool kWithRescale, bool kWithAcross,
+          bool kWithScaleByEntry>
 struct LinesKind {
   static constexpr bool kWriting = true;
   static constexpr bool kEntryAddends = kWithEntryAddends;
   static constexpr bool kLastInPart = kWithLastInPart;
   static constexpr bool kRescaled = kWithRescale;
   static constexpr bool kAcross = kWithAcross;
+  static constexpr bool kScaleByEntry = kWithScaleByEntry;
 };
 struct NoLines {
   static constexpr bool kWriting = false;
@@ -101,6 +103,26 @@ __attribute__((always_inline)) inline FormConstants FormConstantsOf(const LinesB
           _mm512_set1_ps(Kind::kRescaled || by_line ? lines->line_addend[line] : lines->addend),
           _mm512_set1_ps(by_line ? lines->line_magic[line] : lines->magic),
           _mm512_set1_epi32(by_line ? lines->line_window[line] : lines->window)};
+}
+
+// Where the scale is per entry, `form` with the constants of the 16 entries from `entry` under
+// `lanes` (where kPart; the rest load as zeros, a window of 0 included: their lanes count as
+// in the window, which the callers mask).
+template <typename Kind, bool kPart>
+__attribute__((always_inline)) inline FormConstants EntryForm(const LinesBetweenSteps* lines,
+                                                              std::ptrdiff_t entry, __mmask16 lanes,
+                                                              const FormConstants& form) {
+  if constexpr (!Kind::kScaleByEntry) {
+    return form;
+  } else {
+    const auto floats = [&](const float* values) {
+      return kPart ? _mm512_maskz_loadu_ps(lanes, values + entry) : _mm512_loadu_ps(values + entry);
+    };
+    return {floats(lines->entry_multiplier), floats(lines->entry_addend),
+            floats(lines->entry_magic),
+            kPart ? _mm512_maskz_loadu_epi32(lanes, lines->entry_window + entry)
+                  : _mm512_loadu_si512(lines->entry_window + entry)};
+  }
 }
 
 // The entry addends and the rescale's varying terms of the 16 entries from `entry` under `lanes`
@@ -144,9 +166,10 @@ __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) 
     EntryTerms<Kind, kPart>(lines, entry + 16 * j, lanes, &entry_addends, &along);
     const __m512i loaded =
         kPart ? _mm512_maskz_loadu_epi32(lanes, sums + 16 * j) : _mm512_loadu_si512(sums + 16 * j);
-    const __m512 t = FormValue<Kind>(loaded, term, entry_addends, along, form.multiplier,
-                                     form.addend, line_factor);
-    outside[j] = byte_scale_avx512::OutsideWindow(0xFFFF, t, form.magic, form.window);
+    const FormConstants lanes_form = EntryForm<Kind, kPart>(lines, entry + 16 * j, lanes, form);
+    const __m512 t = FormValue<Kind>(loaded, term, entry_addends, along, lanes_form.multiplier,
+                                     lanes_form.addend, line_factor);
+    outside[j] = byte_scale_avx512::OutsideWindow(0xFFFF, t, lanes_form.magic, lanes_form.window);
     if (kPart) outside[j] = _kor_mask16(outside[j], _knot_mask16(lanes));
     v[j] = byte_scale_avx512::Floor(t);
   }
@@ -188,13 +211,16 @@ __attribute__((always_inline)) inline void WriteAcrossBatch(LinesBetweenSteps* l
   __m512i entry_addends;
   __m512 along;
   EntryTerms<Kind, kPart>(lines, entry, present, &entry_addends, &along);
+  // The entries' own constants, the same for every line, where the scale is per entry.
+  const FormConstants entry_form = EntryForm<Kind, kPart>(lines, entry, present, FormConstants{});
   const auto quad_bytes = [&](int first_line) __attribute__((always_inline)) {
     __m512i v[4];
     for (int j = 0; j < 4; ++j) {
       const int line = first_line + j < line_count ? first_line + j : 0;
       const std::int32_t* const sums =
           lines->sums + static_cast<std::ptrdiff_t>(line) * lines->acc_stride + entry;
-      const FormConstants form = FormConstantsOf<Kind>(lines, line);
+      const FormConstants form =
+          Kind::kScaleByEntry ? entry_form : FormConstantsOf<Kind>(lines, line);
       const __m512 t = FormValue<Kind>(
           kPart ? _mm512_maskz_loadu_epi32(present, sums) : _mm512_loadu_si512(sums),
           _mm512_set1_epi32(lines->line_addends[line]), entry_addends, along, form.multiplier,
@@ -285,12 +311,30 @@ void ForLinesKind(const LinesBetweenSteps& lines, const Function& f) {
     choose(~lines.last_batch_entries != 0, [&](auto last_in_part) {
       choose(lines.rescaled, [&](auto rescaled) {
         choose(lines.across_memory, [&](auto across) {
-          f(LinesKind<decltype(entry_addends)::value, decltype(last_in_part)::value,
-                      decltype(rescaled)::value, decltype(across)::value>());
+          constexpr bool kRescaled = decltype(rescaled)::value;
+          // A scale per entry never comes with a rescale (WritesBetweenSteps).
+          choose(lines.scale_by_entry && !kRescaled, [&](auto by_entry) {
+            f(LinesKind < decltype(entry_addends)::value, decltype(last_in_part)::value, kRescaled,
+              decltype(across)::value, decltype(by_entry)::value && !kRescaled > ());
+          });
         });
       });
     });
   });
+}
+
+// The exact QuantizeDown of 16 sums from entry `entry` on (under `lanes`) by the entries' own
+// multipliers and right shifts: the writer's arithmetic for a scale per channel along a line.
+__m512i ScaledByEntry(const LinesBetweenSteps* lines, fixedpoint::Avx512Int32x16 x,
+                      std::ptrdiff_t entry, __mmask16 lanes) {
+  using fixedpoint::Avx512Int32x16;
+  const Avx512Int32x16 multipliers{
+      _mm512_maskz_loadu_epi32(lanes, lines->entry_scale_multiplier + entry)};
+  const Avx512Int32x16 shifts{_mm512_maskz_loadu_epi32(lanes, lines->entry_right_shift + entry)};
+  return fixedpoint::Add(fixedpoint::RoundingDivideByPOT(
+                             fixedpoint::SaturatingRoundingDoublingHighMul(x, multipliers), shifts),
+                         Avx512Int32x16{_mm512_set1_epi32(lines->scale_offset)})
+      .v;
 }
 
 // The marked vectors again, by the exact arithmetic (the rescale in doubles, QuantizeDownScale:
@@ -331,7 +375,9 @@ __attribute__((noinline)) void WriteExactVectors(LinesBetweenSteps* lines) {
                                             lines->along_a + entry, lines->along_b + entry,
                                             lines->reciprocal, lanes);
       }
-      const __m512i v = exact(Avx512Int32x16{x}).v;
+      const __m512i v = lines->scale_by_entry
+                            ? ScaledByEntry(lines, Avx512Int32x16{x}, entry, lanes)
+                            : exact(Avx512Int32x16{x}).v;
       const __m128i bytes =
           lines->signed_results
               ? _mm512_cvtsepi32_epi8(v)
@@ -356,12 +402,16 @@ __attribute__((noinline)) void WriteExactVectors(LinesBetweenSteps* lines) {
   lines->exact_owed = false;
 }
 
-// Writes what is left of `lines`.
-void WriteLinesAlone(LinesBetweenSteps* lines) {
-  ForLinesKind(*lines, [&](auto kind) {
-    while (lines->line < lines->lines) WriteNextBatch<decltype(kind)>(lines);
-  });
+// Writes what is left of `lines` of kind Kind.
+template <typename Kind>
+__attribute__((always_inline)) inline void WriteRestOfLines(LinesBetweenSteps* lines) {
+  while (lines->line < lines->lines) WriteNextBatch<Kind>(lines);
   if (lines->exact_owed) WriteExactVectors(lines);
+}
+
+// The same for lines of any kind.
+void WriteLinesAlone(LinesBetweenSteps* lines) {
+  ForLinesKind(*lines, [&](auto kind) { WriteRestOfLines<decltype(kind)>(lines); });
 }
 
 // The tile: each step, every row's 4-byte lhs group is broadcast against the two rhs vectors that
@@ -476,7 +526,7 @@ struct EightRowTile {
       _mm512_storeu_si512(row, low);
       _mm512_storeu_si512(row + 16, high);
     }
-    if constexpr (Lines::kWriting) WriteLinesAlone(lines);
+    if constexpr (Lines::kWriting) WriteRestOfLines<Lines>(lines);
   }
 
   // A MicroKernelFunction: a short last panel multiplies only its real rows.
