@@ -314,8 +314,9 @@ void ForLinesKind(const LinesBetweenSteps& lines, const Function& f) {
           constexpr bool kRescaled = decltype(rescaled)::value;
           // A scale per entry never comes with a rescale (WritesBetweenSteps).
           choose(lines.scale_by_entry && !kRescaled, [&](auto by_entry) {
-            f(LinesKind < decltype(entry_addends)::value, decltype(last_in_part)::value, kRescaled,
-              decltype(across)::value, decltype(by_entry)::value && !kRescaled > ());
+            constexpr bool kScaleByEntry = decltype(by_entry)::value && !kRescaled;
+            f(LinesKind<decltype(entry_addends)::value, decltype(last_in_part)::value, kRescaled,
+                        decltype(across)::value, kScaleByEntry>());
           });
         });
       });
