@@ -137,6 +137,17 @@ MatrixView SubLines(const MatrixView& lines, int first, int count) {
   return part;
 }
 
+// Stores the float form of `constants` (a QuantizeDown's) at [i] of the four arrays, as a kernel
+// that writes results between its steps reads them (LinesBetweenSteps): a window of 0 where they
+// are not usable sends every lane to the exact arithmetic.
+void StoreFormConstants(const output_writer::ByteScaleConstants& constants, int i,
+                        float* multipliers, float* addends, float* magics, std::int32_t* windows) {
+  multipliers[i] = constants.multiplier;
+  addends[i] = constants.addend;
+  magics[i] = constants.magic;
+  windows[i] = constants.window;
+}
+
 struct GemmTask {
   const KernelImplementation& kernel;
   const MatrixView& lhs;
@@ -526,12 +537,10 @@ struct GemmTask {
       auto* const windows =
           reinterpret_cast<std::int32_t*>(magics + LinesBetweenSteps::kMaxEntries);
       for (int c = 0; c < block_cols; ++c) {
-        const output_writer::ByteScaleConstants constants(
-            lines.entry_scale_multiplier[c], lines.entry_right_shift[c], lines.scale_offset);
-        multipliers[c] = constants.multiplier;
-        addends[c] = constants.addend;
-        magics[c] = constants.magic;
-        windows[c] = constants.window;  // 0 where not usable: the exact arithmetic
+        StoreFormConstants(
+            output_writer::ByteScaleConstants(lines.entry_scale_multiplier[c],
+                                              lines.entry_right_shift[c], lines.scale_offset),
+            c, multipliers, addends, magics, windows);
       }
       lines.entry_multiplier = multipliers;
       lines.entry_addend = addends;
@@ -571,12 +580,9 @@ struct GemmTask {
           const int right_shift = lines.right_shift_by_row != nullptr
                                       ? lines.right_shift_by_row[row + l]
                                       : lines.right_shift;
-          const output_writer::ByteScaleConstants constants(multiplier, right_shift,
-                                                            lines.scale_offset);
-          lines.line_multiplier[l] = constants.multiplier;
-          lines.line_addend[l] = constants.addend;
-          lines.line_magic[l] = constants.magic;
-          lines.line_window[l] = constants.window;  // 0 where not usable: the exact arithmetic
+          StoreFormConstants(
+              output_writer::ByteScaleConstants(multiplier, right_shift, lines.scale_offset), l,
+              lines.line_multiplier, lines.line_addend, lines.line_magic, lines.line_window);
           lines.line_scale_multiplier[l] = multiplier;
           lines.line_right_shift[l] = right_shift;
         }

@@ -71,6 +71,18 @@ struct NoLines {
   static constexpr bool kWriting = false;
 };
 
+// 16 values from `values` on: all of them, or where kPart those under `lanes` (the rest as zeros,
+// nothing past them read).
+template <bool kPart>
+__attribute__((always_inline)) inline __m512i LoadLanes(const std::int32_t* values,
+                                                        __mmask16 lanes) {
+  return kPart ? _mm512_maskz_loadu_epi32(lanes, values) : _mm512_loadu_si512(values);
+}
+template <bool kPart>
+__attribute__((always_inline)) inline __m512 LoadLanes(const float* values, __mmask16 lanes) {
+  return kPart ? _mm512_maskz_loadu_ps(lanes, values) : _mm512_loadu_ps(values);
+}
+
 // The float form's value (byte_scale_avx512.h, the writer's) of 16 sums of a line with their
 // terms added: the line's `term`, the entries' addends where the kind has them, and with a
 // rescale the line's factor times the varying term along it plus its addend.
@@ -115,13 +127,10 @@ __attribute__((always_inline)) inline FormConstants EntryForm(const LinesBetween
   if constexpr (!Kind::kScaleByEntry) {
     return form;
   } else {
-    const auto floats = [&](const float* values) {
-      return kPart ? _mm512_maskz_loadu_ps(lanes, values + entry) : _mm512_loadu_ps(values + entry);
-    };
-    return {floats(lines->entry_multiplier), floats(lines->entry_addend),
-            floats(lines->entry_magic),
-            kPart ? _mm512_maskz_loadu_epi32(lanes, lines->entry_window + entry)
-                  : _mm512_loadu_si512(lines->entry_window + entry)};
+    return {LoadLanes<kPart>(lines->entry_multiplier + entry, lanes),
+            LoadLanes<kPart>(lines->entry_addend + entry, lanes),
+            LoadLanes<kPart>(lines->entry_magic + entry, lanes),
+            LoadLanes<kPart>(lines->entry_window + entry, lanes)};
   }
 }
 
@@ -134,12 +143,10 @@ __attribute__((always_inline)) inline void EntryTerms(const LinesBetweenSteps* l
   *entry_addends = _mm512_setzero_si512();
   *along = _mm512_setzero_ps();
   if (Kind::kEntryAddends) {
-    *entry_addends = kPart ? _mm512_maskz_loadu_epi32(lanes, lines->entry_addends + entry)
-                           : _mm512_loadu_si512(lines->entry_addends + entry);
+    *entry_addends = LoadLanes<kPart>(lines->entry_addends + entry, lanes);
   }
   if (Kind::kRescaled) {
-    *along = kPart ? _mm512_maskz_loadu_ps(lanes, lines->along_float + entry)
-                   : _mm512_loadu_ps(lines->along_float + entry);
+    *along = LoadLanes<kPart>(lines->along_float + entry, lanes);
   }
 }
 
@@ -164,8 +171,7 @@ __attribute__((always_inline)) inline void WriteBatch(LinesBetweenSteps* lines) 
     __m512i entry_addends;
     __m512 along;
     EntryTerms<Kind, kPart>(lines, entry + 16 * j, lanes, &entry_addends, &along);
-    const __m512i loaded =
-        kPart ? _mm512_maskz_loadu_epi32(lanes, sums + 16 * j) : _mm512_loadu_si512(sums + 16 * j);
+    const __m512i loaded = LoadLanes<kPart>(sums + 16 * j, lanes);
     const FormConstants lanes_form = EntryForm<Kind, kPart>(lines, entry + 16 * j, lanes, form);
     const __m512 t = FormValue<Kind>(loaded, term, entry_addends, along, lanes_form.multiplier,
                                      lanes_form.addend, line_factor);
@@ -222,9 +228,9 @@ __attribute__((always_inline)) inline void WriteAcrossBatch(LinesBetweenSteps* l
       const FormConstants form =
           Kind::kScaleByEntry ? entry_form : FormConstantsOf<Kind>(lines, line);
       const __m512 t = FormValue<Kind>(
-          kPart ? _mm512_maskz_loadu_epi32(present, sums) : _mm512_loadu_si512(sums),
-          _mm512_set1_epi32(lines->line_addends[line]), entry_addends, along, form.multiplier,
-          form.addend, _mm512_set1_ps(Kind::kRescaled ? lines->line_factor[line] : 0.0f));
+          LoadLanes<kPart>(sums, present), _mm512_set1_epi32(lines->line_addends[line]),
+          entry_addends, along, form.multiplier, form.addend,
+          _mm512_set1_ps(Kind::kRescaled ? lines->line_factor[line] : 0.0f));
       const __mmask16 outside =
           byte_scale_avx512::OutsideWindow(present, t, form.magic, form.window);
       if (__builtin_expect(outside != present, 0) && first_line + j < line_count) {
