@@ -205,7 +205,7 @@ struct GemmTask {
   // Whether the kernel writes each block's results between the steps of its last tiles
   // (LinesBetweenSteps, RunBlocks), and the lines' parameters for the GEMM (WritesBetweenSteps).
   bool write_between_steps = false;
-  LinesBetweenSteps lines_between_steps{};
+  LinesParameters lines_parameters{};
   // A declared range of the rhs that the direct product checks as it reads it, or null
   // (RunGemm): the GEMM is then one block, written only if the check passes.
   RangeBits* rhs_range = nullptr;
@@ -481,7 +481,9 @@ struct GemmTask {
                    int block_cols, int acc_stride, WrittenBlock* written) const {
     if (block_cols > LinesBetweenSteps::kMaxEntries) return false;
     LinesBetweenSteps& lines = written->lines;
-    lines = lines_between_steps;  // nothing marked yet: WritesBetweenSteps cleared it all
+    static_cast<LinesParameters&>(lines) = lines_parameters;
+    lines.exact_owed = false;
+    std::fill_n(lines.exact_vectors, LinesBetweenSteps::kMaxLines, 0);
     const int first_col = chunk_start + block_start;
     if (rescale != nullptr) {
       // The lines are task rows: their own terms are the lhs's, the rhs's lie along them.
@@ -842,7 +844,7 @@ bool ScalesPerChannel(const OutputProgram& program) {
 // up each block's).
 bool WritesBetweenSteps(const KernelImplementation& kernel, const OutputProgram& program,
                         const Rescale* rescale, const MatrixView& result, bool transposed,
-                        LinesBetweenSteps* lines) {
+                        LinesParameters* lines) {
   const bool biased = program.count == 3;
   // The rescale's float form needs its terms' float values along the lines.
   const bool rescale_floats =
@@ -1183,10 +1185,10 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   }
   // Where the writer would owe separable terms (Owed::kSeparableTerms, kLineTerms or
   // kSeparableTermsAndRescale): uniform offsets, no scaled terms.
-  task.write_between_steps =
-      output_writer != nullptr && !direct && separable_terms && task.separable.sum_factor == 1 &&
-      WritesBetweenSteps(kernel, *target.program, task.rescale, target.result, transposed,
-                         &task.lines_between_steps);
+  task.write_between_steps = output_writer != nullptr && !direct && separable_terms &&
+                             task.separable.sum_factor == 1 &&
+                             WritesBetweenSteps(kernel, *target.program, task.rescale,
+                                                target.result, transposed, &task.lines_parameters);
   task.lhs_requantization = lhs_requantization;
   task.rhs_requantization = rhs_requantization;
   task.scale_requantized = scale_requantized;

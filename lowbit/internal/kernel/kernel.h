@@ -174,9 +174,9 @@ constexpr int kMaxDirectRhsRows = 16;
 // float form of ByteScaleConstants (lowbit/internal/output/output_line.h), or with the rescale of
 // requantized operands' sums before it in that of RescaledByteScaleConstants, and a vector with a
 // lane in the form's window takes the exact arithmetic after the tile, as the writer's batches do.
-struct LinesBetweenSteps {
-  // The same for every line of a GEMM (of a block: acc_stride, and with a rescale the float form's
-  // constants, which depend on the block's terms).
+// LinesParameters: what is the same for every line of a GEMM (of a block: acc_stride, and with a
+// rescale the float form's constants, which depend on the block's terms).
+struct LinesParameters {
   float multiplier, addend, magic;  // ByteScaleConstants', or RescaledByteScaleConstants'
   std::int32_t window;              // (multiplier its sum_factor, addend each line's own)
   std::int32_t scale_multiplier, scale_offset;  // the QuantizeDown's own, for the exact arithmetic
@@ -225,6 +225,12 @@ struct LinesBetweenSteps {
   // Which of the entries of the last batch (64 along memory, 16 across) the lines have (all of
   // them, or a first part).
   std::uint64_t last_batch_entries;
+};
+
+// The run of lines a tile writes, with its GEMM's parameters. Nothing of it but the parameters
+// needs a value before the run is aimed at (Aim) and its block set up (the driver's WritesBlock),
+// so that a GEMM neither clears nor copies its 8 lines' arrays (about 1% of a 64^3 GEMM).
+struct LinesBetweenSteps : LinesParameters {
   // The run of lines: `lines` lines of `batches` batches of sums, line l's from
   // sums + l * acc_stride on, what its sums are owed line_addends[l] (its offset term and bias)
   // and entry_addends[0 ..] (the entries' offset terms and bias, or null for none), its results
