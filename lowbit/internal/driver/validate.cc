@@ -37,23 +37,35 @@ int ElementSize(ElementType type) {
 
 namespace {
 
-// Names are C strings, put together into messages only when a check fails: a valid call
-// allocates nothing (it runs before every GEMM, however small).
-void CheckDimension(const char* name, int value, const char* what, int expected) {
-  if (value != expected) {
-    throw Error(name, std::string("must equal ") + what + " (" + std::to_string(expected) +
-                          "), got " + std::to_string(value));
-  }
+// Each check is a few comparisons, inlined where it is made; its failure, which puts the message
+// together (names are C strings until then: a valid call allocates nothing), is out of line.
+// With the messages inline, each check was a call: a valid 1 x 1 x 1 GEMM took 283 ns against
+// 263, 16 x 32 x 4 481 against 438.
+#define LOWBIT_COLD [[noreturn]] __attribute__((noinline, cold))
+
+LOWBIT_COLD void ThrowDimension(const char* name, int value, const char* what, int expected) {
+  throw Error(name, std::string("must equal ") + what + " (" + std::to_string(expected) +
+                        "), got " + std::to_string(value));
 }
 
-void CheckOffsets(const char* name, const Offsets& offsets, const char* per_what, int expected) {
-  if (!offsets.is_per_channel()) return;
+inline void CheckDimension(const char* name, int value, const char* what, int expected) {
+  if (value != expected) ThrowDimension(name, value, what, expected);
+}
+
+LOWBIT_COLD void ThrowOffsets(const char* name, const Offsets& offsets, const char* per_what,
+                              int expected) {
   if (offsets.size() != expected) {
     throw Error(name, std::string("a per-channel offset needs one entry per ") + per_what + " (" +
                           std::to_string(expected) + "), got " + std::to_string(offsets.size()));
   }
-  if (expected > 0 && offsets.per_channel_data() == nullptr) {
-    throw Error(name, "data must not be null for a non-empty vector");
+  throw Error(name, "data must not be null for a non-empty vector");
+}
+
+inline void CheckOffsets(const char* name, const Offsets& offsets, const char* per_what,
+                         int expected) {
+  if (!offsets.is_per_channel()) return;
+  if (offsets.size() != expected || (expected > 0 && offsets.per_channel_data() == nullptr)) {
+    ThrowOffsets(name, offsets, per_what, expected);
   }
 }
 
@@ -83,40 +95,42 @@ bool InResult(const MatrixView& result, const void* data, std::size_t bytes) {
   return out < begin + bytes && begin < out + out_bytes;
 }
 
-void CheckNoOverlap(const MatrixView& result, const char* input_name, const MatrixView& input) {
+LOWBIT_COLD void ThrowOverlap(const char* input_name) {
+  throw Error("result",
+              std::string("overlaps ") + input_name + "; the result must not alias an input");
+}
+
+inline void CheckNoOverlap(const MatrixView& result, const char* input_name,
+                           const MatrixView& input) {
   if (IsEmpty(result) || IsEmpty(input)) return;
   const std::size_t input_bytes =
       StoredBytes(input.rows, input.cols, input.order, input.stride, ElementSize(input.type));
-  if (InResult(result, input.data, input_bytes)) {
-    throw Error("result",
-                std::string("overlaps ") + input_name + "; the result must not alias an input");
-  }
+  if (InResult(result, input.data, input_bytes)) ThrowOverlap(input_name);
 }
 
 // A per-channel offset vector must not lie in the result either: it is read while blocks of the
 // result are written.
-void CheckOffsetsNotInResult(const MatrixView& result, const char* name, const Offsets& offsets) {
+inline void CheckOffsetsNotInResult(const MatrixView& result, const char* name,
+                                    const Offsets& offsets) {
   if (!offsets.is_per_channel()) return;
   CheckNotInResult(result, name, nullptr, offsets.per_channel_data(),
                    sizeof(std::int32_t) * static_cast<std::size_t>(offsets.size()));
 }
 
-void CheckSize(const char* name, const char* field, int value) {
+LOWBIT_COLD void ThrowSize(const char* name, const char* field, int value) {
   if (value < 0) checks::CheckInRange(name, field, value, 0, kLargestDimension);
-  if (value > kLargestDimension) {
-    throw Error(std::string(name) + "." + field,
-                "must be at most " + std::to_string(kLargestDimension) +
-                    " (2^30 - 1): packing rounds sizes up to whole register tiles and depth "
-                    "groups in int arithmetic, got " +
-                    std::to_string(value));
-  }
+  throw Error(std::string(name) + "." + field,
+              "must be at most " + std::to_string(kLargestDimension) +
+                  " (2^30 - 1): packing rounds sizes up to whole register tiles and depth "
+                  "groups in int arithmetic, got " +
+                  std::to_string(value));
 }
 
-}  // namespace
+inline void CheckSize(const char* name, const char* field, int value) {
+  if (value < 0 || value > kLargestDimension) ThrowSize(name, field, value);
+}
 
-void ValidateMatrix(const char* name, const MatrixView& view) {
-  CheckSize(name, "rows", view.rows);
-  CheckSize(name, "cols", view.cols);
+LOWBIT_COLD void ThrowBadMatrix(const char* name, const MatrixView& view) {
   if (view.order != Order::kRowMajor && view.order != Order::kColMajor) {
     throw Error(std::string(name) + ".order", "must be Order::kRowMajor or kColMajor, got " +
                                                   std::to_string(static_cast<int>(view.order)));
@@ -130,23 +144,42 @@ void ValidateMatrix(const char* name, const MatrixView& view) {
                     (row_major ? "number of columns" : "number of rows") + " (" +
                     std::to_string(line) + "), got " + std::to_string(view.stride));
   }
-  if (view.data == nullptr && view.rows > 0 && view.cols > 0) {
-    throw Error(std::string(name) + ".data", "must not be null for a non-empty matrix (" +
-                                                 std::to_string(view.rows) + " x " +
-                                                 std::to_string(view.cols) + ")");
+  throw Error(std::string(name) + ".data", "must not be null for a non-empty matrix (" +
+                                               std::to_string(view.rows) + " x " +
+                                               std::to_string(view.cols) + ")");
+}
+
+LOWBIT_COLD void ThrowOtherKernel(Kernel packed, Kernel running) {
+  throw Error("rhs", std::string("was packed for kernel '") + KernelName(packed) +
+                         "' but this context runs '" + KernelName(running) +
+                         "': pack it on a context that runs the same kernel");
+}
+
+LOWBIT_COLD void ThrowInResult(std::string_view owner, const char* field) {
+  const std::string argument =
+      field == nullptr ? std::string(owner) : std::string(owner) + "." + field;
+  throw Error(argument,
+              "lies in the result's memory, which the GEMM writes while it reads "
+              "this; the result must not alias an input");
+}
+
+}  // namespace
+
+void ValidateMatrix(const char* name, const MatrixView& view) {
+  CheckSize(name, "rows", view.rows);
+  CheckSize(name, "cols", view.cols);
+  const bool known_order = view.order == Order::kRowMajor || view.order == Order::kColMajor;
+  const int line = view.order == Order::kRowMajor ? view.cols : view.rows;
+  if (!known_order || view.stride < line ||
+      (view.data == nullptr && view.rows > 0 && view.cols > 0)) {
+    ThrowBadMatrix(name, view);
   }
 }
 
 void CheckNotInResult(const MatrixView& result, std::string_view owner, const char* field,
                       const void* data, std::size_t bytes) {
   if (IsEmpty(result) || bytes == 0) return;
-  if (InResult(result, data, bytes)) {
-    const std::string argument =
-        field == nullptr ? std::string(owner) : std::string(owner) + "." + field;
-    throw Error(argument,
-                "lies in the result's memory, which the GEMM writes while it reads "
-                "this; the result must not alias an input");
-  }
+  if (InResult(result, data, bytes)) ThrowInResult(owner, field);
 }
 
 MatrixView ViewOf(const PackedOperand& packed) {
@@ -154,10 +187,29 @@ MatrixView ViewOf(const PackedOperand& packed) {
           packed.cols,       Order::kColMajor, packed.depth};
 }
 
+namespace {
+
+// The largest |(lhs + lhs_offset) * (rhs + rhs_offset)|: below 2^63, as offsets are int32.
+std::int64_t MaxProduct(const MatrixView& lhs, const MatrixView& rhs, const Offsets& lhs_offset,
+                        const Offsets& rhs_offset) {
+  return MaxAbsShiftedValue(lhs.type, lhs_offset, lhs.rows) *
+         MaxAbsShiftedValue(rhs.type, rhs_offset, rhs.cols);
+}
+
+LOWBIT_COLD void ThrowUnsafeDepth(const MatrixView& lhs, const MatrixView& rhs,
+                                  const Offsets& lhs_offset, const Offsets& rhs_offset) {
+  throw Error("lhs.cols",
+              "the depth " + std::to_string(lhs.cols) +
+                  " can overflow int32 accumulators: with these operand types and offsets the "
+                  "largest |(lhs + lhs_offset) * (rhs + rhs_offset)| allows a depth of at most " +
+                  std::to_string(LargestSafeDepth(lhs, rhs, lhs_offset, rhs_offset)));
+}
+
+}  // namespace
+
 std::int64_t LargestSafeDepth(const MatrixView& lhs, const MatrixView& rhs,
                               const Offsets& lhs_offset, const Offsets& rhs_offset) {
-  const std::int64_t max_product = MaxAbsShiftedValue(lhs.type, lhs_offset, lhs.rows) *
-                                   MaxAbsShiftedValue(rhs.type, rhs_offset, rhs.cols);
+  const std::int64_t max_product = MaxProduct(lhs, rhs, lhs_offset, rhs_offset);
   if (max_product == 0) return std::numeric_limits<std::int64_t>::max();
   return std::numeric_limits<std::int32_t>::max() / max_product;
 }
@@ -170,9 +222,7 @@ void ValidateGemmArguments(const Context& context, const MatrixView& lhs, const 
   if (packed_rhs == nullptr) ValidateMatrix("rhs", rhs);
   ValidateMatrix("result", result);
   if (packed_rhs != nullptr && packed_rhs->kernel != context.ResolvedKernel()) {
-    throw Error("rhs", std::string("was packed for kernel '") + KernelName(packed_rhs->kernel) +
-                           "' but this context runs '" + KernelName(context.ResolvedKernel()) +
-                           "': pack it on a context that runs the same kernel");
+    ThrowOtherKernel(packed_rhs->kernel, context.ResolvedKernel());
   }
   CheckDimension("rhs.rows", rhs.rows, "lhs.cols, the depth", lhs.cols);
   CheckDimension("result.rows", result.rows, "lhs.rows", lhs.rows);
@@ -184,15 +234,16 @@ void ValidateGemmArguments(const Context& context, const MatrixView& lhs, const 
   CheckOffsetsNotInResult(result, "lhs_offset", lhs_offset);
   CheckOffsetsNotInResult(result, "rhs_offset", rhs_offset);
   if (IsEmpty(result)) return;
-  const std::int64_t safe_depth = LargestSafeDepth(lhs, rhs, lhs_offset, rhs_offset);
-  if (lhs.cols > safe_depth) {
-    throw Error("lhs.cols",
-                "the depth " + std::to_string(lhs.cols) +
-                    " can overflow int32 accumulators: with these operand types and offsets the "
-                    "largest |(lhs + lhs_offset) * (rhs + rhs_offset)| allows a depth of at most " +
-                    std::to_string(safe_depth));
+  // LargestSafeDepth's test without its division: a depth below 2^30 times a product within
+  // int32 fits int64.
+  constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
+  const std::int64_t max_product = MaxProduct(lhs, rhs, lhs_offset, rhs_offset);
+  if (lhs.cols > 0 && (max_product > kInt32Max || lhs.cols * max_product > kInt32Max)) {
+    ThrowUnsafeDepth(lhs, rhs, lhs_offset, rhs_offset);
   }
 }
+
+#undef LOWBIT_COLD
 
 }  // namespace internal
 }  // namespace lowbit
