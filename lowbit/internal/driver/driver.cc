@@ -33,8 +33,10 @@ namespace lowbit {
 namespace internal {
 namespace {
 
-// Where part `index` starts when `count` items are split into `parts` near-equal parts.
+// Where part `index` starts when `count` items are split into `parts` near-equal parts. One part,
+// a small GEMM's, without a 64-bit division.
 int PartStart(int count, int parts, int index) {
+  if (parts == 1) return count * index;
   return static_cast<int>(static_cast<std::int64_t>(count) * index / parts);
 }
 

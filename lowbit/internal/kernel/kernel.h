@@ -422,7 +422,12 @@ inline bool SameRhsLayout(const KernelFormat& a, const KernelFormat& b) {
   return a.rhs_cols == b.rhs_cols && a.depth_group == b.depth_group && a.rhs_type == b.rhs_type;
 }
 
-inline int RoundUp(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
+// Every register tile and depth group is a power of two wide: those take a mask, not an integer
+// division's tens of cycles, of which a small GEMM's set-up has many.
+inline int RoundUp(int value, int multiple) {
+  if (value >= 0 && (multiple & (multiple - 1)) == 0) return (value + multiple - 1) & -multiple;
+  return (value + multiple - 1) / multiple * multiple;
+}
 
 // A register tile touches its accumulator rows (each `cols` int32 wide, acc_stride apart) only
 // after its depth loop: it asks for them before, so that they arrive while the loop runs.
