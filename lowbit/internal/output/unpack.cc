@@ -12,10 +12,17 @@ namespace lowbit {
 namespace internal {
 
 void EffectiveOffsets(const Offsets& offsets, int value_shift, int count, std::int32_t* out) {
-  for (int i = 0; i < count; ++i) {
-    out[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(offsets(i)) +
-                                       static_cast<std::uint32_t>(value_shift));
+  const auto shifted = [value_shift](std::int32_t offset) {
+    return static_cast<std::int32_t>(static_cast<std::uint32_t>(offset) +
+                                     static_cast<std::uint32_t>(value_shift));
+  };
+  // Uniform offsets as a fill, which vectorizes: Offsets' operator() tests its kind each time.
+  if (!offsets.is_per_channel()) {
+    std::fill_n(out, count, shifted(offsets(0)));
+    return;
   }
+  const std::int32_t* const values = offsets.per_channel_data();
+  for (int i = 0; i < count; ++i) out[i] = shifted(values[i]);
 }
 
 void MakeRowTerms(const std::int32_t* lhs_offsets, int depth, int rows, std::int32_t* row_sums) {
