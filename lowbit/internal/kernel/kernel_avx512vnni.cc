@@ -3,7 +3,7 @@
 // a signed lhs group and adds them to an int32 lane; the tile can write a block's 8-bit results
 // between its steps (LinesBetweenSteps, kernel.h). Its direct product of a short lhs with an rhs
 // read unpacked is direct_rhs_avx512vnni.cc.
-#include <cpuid.h>
+#include <cpuinfo.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -42,17 +42,15 @@ struct ByteDotProducts {
 // Whether the host stores the tile's accumulators a 256-bit half at a time: AMD family 19h (Zen 4,
 // the family's CPUs with AVX-512) carries out 512-bit operations as two 256-bit halves, and there
 // the 16 512-bit stores of a tile's sums cost more than their 32 halves (the high ones stored by
-// vextracti64x4): the tile alone on 64^3's packed operands ran at 404 GOPS against 446, on
-// 256^3's at 451 against 459 (ceiling/vnni_tile_in_blocks, 463 the vpdpbusd ceiling).
+// vextracti64x4): the tile alone on 64^3's packed operands ran at 404 GOPS against 447, on
+// 256^3's at 451 against 463 (ceiling/vnni_tile_in_blocks, 463 the vpdpbusd ceiling).
 bool StoresHalves() {
   static const bool halves = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return false;
-    // "AuthenticAMD", in ebx, edx, ecx.
-    const bool amd = ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163;
-    if (!amd || __get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
-    const unsigned family = ((eax >> 8) & 0xf) + ((eax >> 20) & 0xff);
-    return family == 0x19;
+    if (!cpuinfo_initialize() || cpuinfo_get_cores_count() == 0) return false;
+    const cpuinfo_core& core = *cpuinfo_get_core(0);
+    // The family in the signature of cpuid's leaf 1: base plus extended.
+    const std::uint32_t family = ((core.cpuid >> 8) & 0xf) + ((core.cpuid >> 20) & 0xff);
+    return core.vendor == cpuinfo_vendor_amd && family == 0x19;
   }();
   return halves;
 }
