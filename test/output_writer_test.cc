@@ -493,8 +493,9 @@ TEST(OutputWriterTest, EightBitResultsOfLargeBlocksMatchScalarEval) {
 // (ByteScaleConstants, lowbit/internal/output/output_line.h), exact only by its error bound and
 // the rounding boundaries it sends to the exact arithmetic: accumulators a few units from every
 // boundary that a result within 3 of the clamp's range has, for x M >= 0 and x M < 0 (whose
-// boundaries the rounding away from zero moves), with multipliers of 1 to 31 significant bits, and
-// shifts and offsets at and beyond the float form's limits.
+// boundaries the rounding away from zero moves), with multipliers of 1 to 31 significant bits,
+// shifts and offsets at and beyond the float form's limits, and windows of 2^-8 to 2^-12 from
+// error bounds of 2^-14 and 2^-13 (the last scale's).
 TEST(OutputWriterTest, ScaleBeforeAByteClampMatchesScalarEvalAtEveryRoundingBoundary) {
   struct Scale {
     std::int32_t multiplier;
@@ -509,7 +510,8 @@ TEST(OutputWriterTest, ScaleBeforeAByteClampMatchesScalarEvalAtEveryRoundingBoun
                           {1518500250, 12, -256},
                           {1518500250, 7, 3},
                           {1518500250, 20, 257},
-                          {1073741825, 10, 256}};
+                          {1073741825, 10, 256},
+                          {2147483647, 15, 256}};
   for (const Scale& scale : scales) {
     SCOPED_TRACE(std::to_string(scale.multiplier) + " >> " + std::to_string(scale.shift) + " + " +
                  std::to_string(scale.offset));
@@ -560,8 +562,9 @@ TEST(OutputWriterTest, ScaleBeforeAByteClampMatchesScalarEvalAtEveryRoundingBoun
 
 // The same, exhaustively: every accumulator whose result is within 3 of a uint8 or int8 cast's
 // range (millions of them), for multipliers of 31 significant bits (whose float form rounds) and
-// shifts that make the window widest and narrowest, under every rounding mode: every lane the
-// window lets through, not only those next to a boundary.
+// shifts that make the window widest and narrowest (2^-8, and 2^-12 where it equals 2 delta +
+// 2^-e), under every rounding mode: every lane the window lets through, not only those next to a
+// boundary.
 TEST(OutputWriterTest, ScaleBeforeAByteClampMatchesScalarEvalOnEveryAccumulatorItDecides) {
   for (const auto& [multiplier, shift, offset] :
        std::vector<std::tuple<std::int32_t, int, std::int32_t>>{

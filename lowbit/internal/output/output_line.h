@@ -62,20 +62,29 @@ inline double PowerOfTwo(int exponent) {
 //
 // The exact result is floor(V - s 2^-e) (QuantizeDownScale, fixedpoint_avx2.h), with
 // V = (x M + 2^30 + 2^(30+e)) / 2^(31+e) + offset and s = 1 where x M < 0 (x < 0, as M > 0).
-// Here t = fma(float(x), float(M / 2^(31+e)), float(c)) for c = V - x M / 2^(31+e) + delta.
-// Where |V| <= 258 (every value the clamp lets through, and those within 1 of its bounds),
-// |x M / 2^(31+e)| < 2^10 (|offset| <= 256), so rounding x and the multiplier costs at most
-// 2^-14 each, c and the fma at most 2^-16 each: |t - (V + delta)| < delta = 2^-12. Let W be
-// a power of two no less than 2 delta + 2^-e (2^-10 from e = 11 on, 2^-(e-1) below). Where
-// frac(t) >= W, V and V - 2^-e both lie in (floor(t) + W - 2 delta - 2^-e, t), and floor(t) is
-// the exact result; the vectors with another lane (each lane about 2 W of the time) take the
-// exact arithmetic. Elsewhere t errs by less than |V| 2^-21, on the same side of
-// [-129, 256] as V, so the clamp gives the same bound; and |t| < 2^24, which converts.
+// Here t = fma(float(x), float(M'), float(c)) for M' = M / 2^(31+e) and c = c0 + delta, where
+// V = x M' + c0, c0 = 2^-(e+1) + 1/2 + offset. Where |V| <= 258 (every value the clamp lets
+// through, and those within 1 of its bounds), |x M'| <= X = 258 + |c0| < 2^10, and t errs from
+// V + delta by at most
+//   E = |float(x) - x| float(M') + |x| |float(M') - M'| + |float(c) - c| + 2^-16:
+// x is exact in float below 2^24 and otherwise within |x| 2^-24 of it, |x| <= X / M', and the fma
+// rounds its result, below 2^9 in magnitude, by at most 2^-16. E is bounded from the constants:
+// X 2^-24 (1 + 2^-24) for x where X / M' reaches 2^24, X 2^-24 for M' where it has more than 24
+// significant bits, |float(c) - c| (at most 2^-16) as it is; under 2^-13 in all (X < 515). Delta
+// is the smaller of 2^-14, 2^-13 that exceeds that bound: |t - (V + delta)| < delta,
+// so t lies in (V, V + 2 delta). Let W be the smallest power of two no less than 2 delta + 2^-e,
+// twice the larger of the two: 2^-12 at the least. Where frac(t) >= W, V and V - 2^-e both lie in
+// (floor(t) + W - 2 delta - 2^-e, t), and floor(t) is the exact result; the vectors with another
+// lane (each lane about 2 W of the time) take the exact arithmetic. Any scale with e >= 12 has
+// W <= 2^-11; the benchmarks' (M = 2^30, e = 15, offset 128) has delta = 2^-14 and W = 2^-12.
+// Elsewhere t errs by less than |V| 2^-21, on the same side of [-129, 256] as V, so the clamp
+// gives the same bound; and |t| < 2^24, which converts.
 //
 // frac(t) < W, for W = 2^-g, is found in the low bits of u = t + magic, magic = 1.5 * 2^(23-h),
-// h = g + 1: for |t| < 2^(22-h), every t the clamp decides on, u holds t rounded to a multiple of
-// 2^-h, and its low h bits (those of `window`, but the last two) are round(t 2^h) mod 2^h, in
-// {0, 1, 2, 3} wherever frac(t) 2^h is in [0, 2). Every float operation must round to nearest.
+// h = g + 1: for |t| < 2^(22-h), every t the clamp decides on (h <= 13), u holds t rounded to a
+// multiple of 2^-h, and its low h bits (those of `window`, but the last two) are round(t 2^h) mod
+// 2^h, in {0, 1, 2, 3} wherever frac(t) 2^h is in [0, 2). Every float operation must round to
+// nearest.
 struct ByteScaleConstants {
   bool usable = false;
   float multiplier = 0;
@@ -90,11 +99,27 @@ struct ByteScaleConstants {
       return;
     }
     usable = true;
-    const double unit = PowerOfTwo(-(31 + right_shift));
-    multiplier = static_cast<float>(scale_multiplier * unit);
-    const double nudges = (PowerOfTwo(30) + PowerOfTwo(30 + right_shift)) * unit;
-    addend = static_cast<float>(nudges + offset + PowerOfTwo(-12));
-    const int window_bits = (right_shift - 1 < 10 ? right_shift - 1 : 10) + 1;
+    // Every double below is exact but the error terms, each rounded by far less than the
+    // (1 + 2^-20) allowed for them.
+    const double exact_multiplier = scale_multiplier * PowerOfTwo(-(31 + right_shift));
+    multiplier = static_cast<float>(exact_multiplier);
+    const double c0 = PowerOfTwo(-(right_shift + 1)) + 0.5 + offset;
+    const double product_bound = 258 + (c0 < 0 ? -c0 : c0);  // X
+    const double rounding = product_bound * PowerOfTwo(-24) * (1 + PowerOfTwo(-24));
+    const double product_error =
+        (product_bound < PowerOfTwo(24) * exact_multiplier ? 0 : rounding) +
+        (multiplier == exact_multiplier ? 0 : rounding);
+    int delta_log = 14;  // delta = 2^-delta_log
+    for (;; --delta_log) {
+      const double delta = PowerOfTwo(-delta_log);
+      const double c = c0 + delta;
+      addend = static_cast<float>(c);
+      const double c_error = addend > c ? addend - c : c - addend;
+      // By delta_log = 13 always.
+      if ((product_error + c_error + PowerOfTwo(-16)) * (1 + PowerOfTwo(-20)) < delta) break;
+    }
+    const int window_log = std::min(delta_log - 2, right_shift - 1);  // W = 2^-window_log
+    const int window_bits = window_log + 1;
     magic = static_cast<float>(1.5 * PowerOfTwo(23 - window_bits));
     window = ((1 << window_bits) - 1) & ~3;
   }
