@@ -204,6 +204,9 @@ struct GemmTask {
   int requantize_width = 0;
   // The requantized lhs rows' rescale terms are set (SetLhsTerms): packing leaves them.
   bool lhs_terms_set = false;
+  // Every effective lhs offset is zero (a uint8 lhs with offset -128, packed as int8): rows owe
+  // no depth * offset term (MakeRowTerms).
+  bool lhs_offsets_zero = false;
   // Whether the kernel writes each block's results between the steps of its last tiles
   // (LinesBetweenSteps, RunBlocks), and the lines' parameters for the GEMM (WritesBetweenSteps).
   bool write_between_steps = false;
@@ -702,7 +705,9 @@ struct GemmTask {
                   row_start, rows, scratch.packed_lhs, scratch.row_sums, scratch);
       }
     }
-    MakeRowTerms(shared.lhs_offsets + row_start, lhs.cols, rows, scratch.row_sums);
+    if (!lhs_offsets_zero) {
+      MakeRowTerms(shared.lhs_offsets + row_start, lhs.cols, rows, scratch.row_sums);
+    }
     if (separable_terms) {
       ScaleTerms(separable.row_factor, scratch.row_sums, separable.row_addend, rows,
                  scratch.row_parts);
@@ -842,8 +847,8 @@ bool ScalesPerChannel(const OutputProgram& program) {
 // writer would owe its sums separable offset terms (task lhs rows' and columns'), and then
 // the rescale of requantized operands where `rescale` (as the task sees it) is not null, and run
 // `program`: an optional bias (not after a rescale), a QuantizeDown of one multiplier and a right
-// shift, and the saturating cast to bytes; true with `lines` set up for the GEMM (WritesBlock sets
-// up each block's).
+// shift, and the saturating cast to bytes; true with `lines` (value-initialized, GemmTask's) set up
+// for the GEMM (WritesBlock sets up each block's).
 bool WritesBetweenSteps(const KernelImplementation& kernel, const OutputProgram& program,
                         const Rescale* rescale, const MatrixView& result, bool transposed,
                         LinesParameters* lines) {
@@ -887,7 +892,6 @@ bool WritesBetweenSteps(const KernelImplementation& kernel, const OutputProgram&
   const int right_shift = -exponent.value;
   const output_writer::ByteScaleConstants constants(multiplier.value, right_shift, scale.offset);
   if (!scale_by_line && !scale_by_entry && !constants.usable) return false;
-  *lines = {};
   lines->scale_by_line = scale_by_line;
   lines->multiplier_by_row = scale_by_line ? multiplier.per_channel : nullptr;
   lines->right_shift_by_row = scale_by_line ? exponent.per_channel : nullptr;
@@ -984,9 +988,13 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   // 32 KiB L1, 1 of the AVX-512 VNNI kernel's on a 48 KiB one; above that, the thread choice runs
   // the GEMM on one thread where its shape ran faster so. Threads beyond the cores the process may
   // run on would only take turns with the others, each turn a scheduler time slice.
-  int threads = static_cast<int>(std::max<std::int64_t>(
-      1, std::min<std::int64_t>({static_cast<std::int64_t>(state.max_num_threads), state.cores,
-                                 work / (16 * state.caches.l1_bytes)})));
+  // (No 64-bit division where one thread is all there may be.)
+  int threads = 1;
+  if (state.max_num_threads > 1 && state.cores > 1) {
+    threads = static_cast<int>(std::max<std::int64_t>(
+        1, std::min<std::int64_t>({static_cast<std::int64_t>(state.max_num_threads), state.cores,
+                                   work / (16 * state.caches.l1_bytes)})));
+  }
   MeasuredChoice::Decision thread_decision;
   if (threads > 1) {
     // Each kernel of a timed choice has its own times on threads and on one.
@@ -1003,8 +1011,10 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   // Row parts no larger than blocking.rows, as many as a multiple of the thread count where
   // there are enough register tiles, so that every thread gets an equal share; with guided
   // parts (GemmTask::NextTask), the size of the first, largest ones.
-  int row_tasks = (row_panels * format.lhs_rows + blocking.rows - 1) / blocking.rows;
-  row_tasks = std::min(row_panels, (row_tasks + threads - 1) / threads * threads);
+  int row_tasks = row_panels * format.lhs_rows <= blocking.rows
+                      ? 1
+                      : (row_panels * format.lhs_rows + blocking.rows - 1) / blocking.rows;
+  if (threads > 1) row_tasks = std::min(row_panels, (row_tasks + threads - 1) / threads * threads);
   // With a single row part, no two tasks share rhs columns: each can pack its own, in cache.
   const bool single_row_part = row_tasks == 1 && packed_rhs == nullptr;
   const bool separable_terms =
@@ -1191,6 +1201,7 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
                              task.separable.sum_factor == 1 &&
                              WritesBetweenSteps(kernel, *target.program, task.rescale,
                                                 target.result, transposed, &task.lines_parameters);
+  task.lhs_offsets_zero = !task_lhs_offset.is_per_channel() && shared.lhs_offsets[0] == 0;
   task.lhs_requantization = lhs_requantization;
   task.rhs_requantization = rhs_requantization;
   task.scale_requantized = scale_requantized;
