@@ -494,8 +494,8 @@ TEST(OutputWriterTest, EightBitResultsOfLargeBlocksMatchScalarEval) {
 // the rounding boundaries it sends to the exact arithmetic: accumulators a few units from every
 // boundary that a result within 3 of the clamp's range has, for x M >= 0 and x M < 0 (whose
 // boundaries the rounding away from zero moves), with multipliers of 1 to 31 significant bits,
-// shifts and offsets at and beyond the float form's limits, and windows of 2^-8 to 2^-12 from
-// error bounds of 2^-14 and 2^-13 (the last scale's).
+// shifts and offsets at and beyond the float form's limits, and windows of 2^-7 to 2^-12 from
+// error bounds of 2^-14 and 2^-13 (2^31 - 1 at shifts 15 and 31).
 TEST(OutputWriterTest, ScaleBeforeAByteClampMatchesScalarEvalAtEveryRoundingBoundary) {
   struct Scale {
     std::int32_t multiplier;
