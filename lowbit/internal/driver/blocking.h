@@ -55,6 +55,8 @@ class BlockingCache {
       return format.lhs_rows == other.format.lhs_rows && format.rhs_cols == other.format.rhs_cols &&
              format.depth_group == other.format.depth_group &&
              format.lhs_type == other.format.lhs_type && format.rhs_type == other.format.rhs_type &&
+             format.lhs_chunk == other.format.lhs_chunk &&
+             format.rhs_panel_from_l2 == other.format.rhs_panel_from_l2 &&
              caches.l1_bytes == other.caches.l1_bytes && caches.l2_bytes == other.caches.l2_bytes &&
              rows == other.rows && cols == other.cols && depth == other.depth;
     }

@@ -106,7 +106,18 @@ struct KernelFormat {
   // tile), not only for the bits it was chosen for: the driver may pack declared narrow values
   // less another shift (MatrixView::shift).
   bool any_bytes = false;
+  // Its tile takes its rhs a few bytes a cycle, which L2 delivers as fast as L1: the driver's
+  // depth slices let the rhs micro-panel take twice L1 rather than three quarters of it
+  // (ComputeBlocking), so that deeper GEMMs run in fewer slices. Not the AMX tile, whose loads
+  // need L1's rate; the NEON kernels are not measured.
+  bool rhs_panel_from_l2 = false;
 };
+
+// `format` with rhs_panel_from_l2 set.
+constexpr KernelFormat RhsPanelFromL2(KernelFormat format) {
+  format.rhs_panel_from_l2 = true;
+  return format;
+}
 
 // A packed block of `count` rows (lhs rows, or rhs columns) by `depth` holds
 // ceil(count / panel_width) panels, panel_width being lhs_rows or rhs_cols. A panel holds

@@ -67,8 +67,8 @@ struct QuadTile {
   static constexpr int kRows = 6;
   static constexpr int kCols = 16;
   static constexpr int kGroup = 4;
-  static constexpr KernelFormat kFormat{kRows, kCols, kGroup, PackedType::kInt16,
-                                        PackedType::kInt8};
+  static constexpr KernelFormat kFormat =
+      RhsPanelFromL2({kRows, kCols, kGroup, PackedType::kInt16, PackedType::kInt8});
 
   // One row's sums for one half: columns 0-3 and 4-7, two lanes each.
   struct Row {
@@ -233,9 +233,9 @@ struct Int4PairSteps {
 
 using Int4PairTile = NarrowTile<Avx2Isa, Int4PairSteps>;
 using Narrow = NarrowKernels<Avx2Isa>;
-constexpr KernelFormat kInt4PairsFormat{Narrow::kFormat.lhs_rows, Narrow::kFormat.rhs_cols,
-                                        Narrow::kFormat.depth_group, Narrow::kFormat.lhs_type,
-                                        Int4PairSteps::kType};
+constexpr KernelFormat kInt4PairsFormat =
+    RhsPanelFromL2({Narrow::kFormat.lhs_rows, Narrow::kFormat.rhs_cols, Narrow::kFormat.depth_group,
+                    Narrow::kFormat.lhs_type, Int4PairSteps::kType});
 // Every lhs of at most 8 bits against centred 4-bit weights: a pair of products is at most
 // 2 x 255 x 8 in magnitude, 8 of them fit int16 (NarrowInt16Steps(8, 4)).
 constexpr int kInt4PairSteps = NarrowInt16Steps(8, 4);

@@ -466,8 +466,8 @@ struct EightRowTile {
   // Bytes by bytes (not 4-bit weights): exact for any values.
   static constexpr bool kAnyBytes =
       std::is_same_v<Products, ByteDotProducts> && std::is_same_v<RhsSteps, ByteRhsSteps>;
-  static constexpr KernelFormat kFormat{
-      kRows, kCols, Products::kDepth, Products::kLhsType, Products::kRhsType, 0, kAnyBytes};
+  static constexpr KernelFormat kFormat = RhsPanelFromL2(
+      {kRows, kCols, Products::kDepth, Products::kLhsType, Products::kRhsType, 0, kAnyBytes});
 
   // Adds one step of the first kUsedRows rows to sums.
   template <int kUsedRows>

@@ -159,8 +159,8 @@ using OneStepTile = SixRowTile<Isa, OneStepProducts<Isa>>;
 // one-step tile for one step, NarrowTile for more. All read the same rhs layout.
 template <typename Isa>
 struct NarrowKernels {
-  static constexpr KernelFormat kFormat{kNarrowRows, NarrowTile<Isa>::kCols, kNarrowGroup,
-                                        PackedType::kUint8, PackedType::kInt8};
+  static constexpr KernelFormat kFormat = RhsPanelFromL2(
+      {kNarrowRows, NarrowTile<Isa>::kCols, kNarrowGroup, PackedType::kUint8, PackedType::kInt8});
 
   // Both tiles' lhs are uint8 byte groups; only their panels' rows differ.
   template <int kRows>

@@ -41,8 +41,8 @@ struct NibbleTile {
   using Row = TileRow<Isa>;
   using Narrow = NarrowTile<Isa>;
   static constexpr int kCols = Narrow::kCols;
-  static constexpr KernelFormat kFormat{kNibbleRows, kCols, kNibbleGroup, PackedType::kNibbles,
-                                        PackedType::kInt8};
+  static constexpr KernelFormat kFormat =
+      RhsPanelFromL2({kNibbleRows, kCols, kNibbleGroup, PackedType::kNibbles, PackedType::kInt8});
 
   // wide + low + 16 * high, each int16 pair of lanes widened into its column's int32 sum.
   static Row Widen(Row wide, Row low, Row high) {

@@ -55,8 +55,8 @@ struct SixRowTile {
   using Vector = typename Isa::Vector;
   using Row = TileRow<Isa>;
   static constexpr int kCols = 2 * Isa::kInt32Lanes;
-  static constexpr KernelFormat kFormat{kPairRows, kCols, Products::kDepth, Products::kLhsType,
-                                        Products::kRhsType};
+  static constexpr KernelFormat kFormat =
+      RhsPanelFromL2({kPairRows, kCols, Products::kDepth, Products::kLhsType, Products::kRhsType});
   static constexpr int kGroupBytes = 4;
   static constexpr int kLhsStepBytes = kGroupBytes * kPairRows;
   static constexpr int kRhsStepBytes = kGroupBytes * kCols;
