@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <initializer_list>
 
 namespace lowbit {
 namespace test {
@@ -27,7 +28,8 @@ constexpr CacheSizes kXeon{48 * 1024, 2 * 1024 * 1024};
 
 // Bytes of the rhs micro-panel a kernel call reads: rhs_cols columns of the slice's depth.
 std::int64_t RhsPanelBytes(const KernelFormat& format, const Blocking& blocking) {
-  return std::int64_t{format.rhs_cols} * blocking.depth;
+  return static_cast<std::int64_t>(
+      internal::PackedBytes(format.rhs_type, std::int64_t{format.rhs_cols} * blocking.depth));
 }
 
 TEST(BlockingTest, SlicesKeepTheRhsPanelInThreeQuartersOfL1OrTwiceL1FromL2) {
