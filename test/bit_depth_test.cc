@@ -841,12 +841,15 @@ TEST_P(DeclaredRangeTest, ShortLhsRhsCheckedAsTheProductReadsIt) {
 // Operands that the GEMM packs whole before it writes a block are checked as they are packed: an
 // rhs (several row parts, from threads or tiny blocks; or a single row part, whose declared rhs is
 // packed whole rather than block by block) and the lhs of a single row part on one thread. A
-// value outside the range in the first or last column, in a last partial panel or mid-matrix is
-// reported with its position and the result left untouched, for the rhs, for the transposed case
-// (a column-major result with more rows than columns, whose lhs the GEMM sees as its rhs) and for
-// the same lhs to a row-major result. Data at the edges of the range is accepted and exact.
+// value outside the range in the first or last column, in a last partial panel, mid-matrix or in
+// a whole panel's last depth value (past the packers' whole 64-value steps) is reported with its
+// position and the result left untouched, for the rhs, for the transposed case (a column-major
+// result with more rows than columns, whose lhs the GEMM sees as its rhs) and for the same lhs to a
+// row-major result. Data at the edges of the range is accepted and exact. The rhs stored in
+// `rhs_order`, the tall lhs in the other (the same memory): column-major, each line's depth values
+// adjacent; row-major, each depth value's lines adjacent, which packers read differently.
 template <typename Scalar>
-void CheckRangesOfOperandsPackedUpFront(Context* context) {
+void CheckRangesOfOperandsPackedUpFront(Context* context, Order rhs_order) {
   std::mt19937 random(29);
   const int rows = 96, depth = 200, cols = 100;
   constexpr int kShortCols = 40;  // the transposed case's result columns: several row parts
@@ -854,10 +857,11 @@ void CheckRangesOfOperandsPackedUpFront(Context* context) {
     const int min = std::is_signed<Scalar>::value ? -(1 << (bits - 1)) : 0;
     const int max = std::is_signed<Scalar>::value ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
     OwnedMatrix<std::uint8_t> lhs(rows, depth, Order::kRowMajor, 0, &random);
-    OwnedMatrix<Scalar> rhs(depth, cols, Order::kColMajor, 0, &random);
+    OwnedMatrix<Scalar> rhs(depth, cols, rhs_order, 0, &random);
     FillDeclared(&rhs, bits, &random);
     // The same values as a tall lhs (cols rows) against a short rhs, to a column-major result.
-    OwnedMatrix<Scalar> tall(cols, depth, Order::kRowMajor, 0, &random);
+    const Order tall_order = rhs_order == Order::kColMajor ? Order::kRowMajor : Order::kColMajor;
+    OwnedMatrix<Scalar> tall(cols, depth, tall_order, 0, &random);
     for (int i = 0; i < cols; ++i) {
       for (int k = 0; k < depth; ++k) tall.map(i, k) = rhs.map(k, i);
     }
@@ -889,8 +893,11 @@ void CheckRangesOfOperandsPackedUpFront(Context* context) {
     const auto run_rhs = [&] {
       Gemm(context, lhs.const_map(), rhs.const_map(), &result, -3, 17, params);
     };
-    for (const auto& [d, c] :
-         {std::pair<int, int>{0, 0}, {depth - 1, cols - 1}, {depth / 2, cols / 2}, {7, cols - 3}}) {
+    for (const auto& [d, c] : {std::pair<int, int>{0, 0},
+                               {depth - 1, cols - 1},
+                               {depth / 2, cols / 2},
+                               {7, cols - 3},
+                               {depth - 1, 1}}) {
       ExpectValueOutsideNamed(&rhs, &tall, d, c, min, max, &result_data, &tall_data, run_rhs, [&] {
         Gemm(context, tall.const_map(), short_rhs.const_map(), &tall_result, 17, -3, tall_params);
       });
@@ -906,8 +913,10 @@ void CheckRangesOfOperandsPackedUpFront(Context* context) {
 TEST_P(DeclaredRangeTest, OperandsPackedBeforeAnyOutputCheckedAsTheyArePacked) {
   Context context;
   Configure(&context, GetParam());
-  CheckRangesOfOperandsPackedUpFront<std::uint8_t>(&context);
-  CheckRangesOfOperandsPackedUpFront<std::int8_t>(&context);
+  for (const Order rhs_order : {Order::kColMajor, Order::kRowMajor}) {
+    CheckRangesOfOperandsPackedUpFront<std::uint8_t>(&context, rhs_order);
+    CheckRangesOfOperandsPackedUpFront<std::int8_t>(&context, rhs_order);
+  }
 }
 
 // Where the bit-serial kernel and the other are a close call (GetTimedAlternativeImplementation),

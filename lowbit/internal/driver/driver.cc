@@ -234,7 +234,8 @@ struct GemmTask {
   }
 
   // Worker `part` of `workers` packs its share of the chunk's rhs panels, whole depth, and with
-  // rhs_range_packed checks each panel's columns after packing them, while they are in L1.
+  // rhs_range_packed checks their columns: as it reads them where the kernel can
+  // (pack_rhs_checking), else each panel's after packing them, while they are in L1.
   void PackRhsPart(int part) const {
     const int width = kernel.format.rhs_cols;
     const int panels = (chunk_cols + width - 1) / width;
@@ -242,13 +243,21 @@ struct GemmTask {
     const int last = PartStart(panels, workers, part + 1);
     if (first == last) return;
     const WorkerScratch worker = layout.Worker(scratch, part);
+    const int first_col = first * width;
+    const int part_cols = std::min(last * width, chunk_cols) - first_col;
+    char* const packed = shared.packed_rhs + first * RhsPanelBytes();
     if (rhs_range_packed == nullptr) {
-      const int col = first * width;
-      PackRhsColumns(worker, col, std::min(last * width, chunk_cols) - col,
-                     shared.packed_rhs + first * RhsPanelBytes());
+      PackRhsColumns(worker, first_col, part_cols, packed);
       return;
     }
     RangeBits found = *rhs_range_packed;
+    if (kernel.pack_rhs_checking != nullptr) {
+      std::memset(shared.col_sums + first_col, 0, sizeof(std::int32_t) * part_cols);
+      kernel.pack_rhs_checking(rhs_transposed, chunk_start + first_col, part_cols, 0, lhs.cols,
+                               packed, shared.col_sums + first_col, &found);
+      rhs_range_bits_packed.fetch_or(found.bits, std::memory_order_relaxed);
+      return;
+    }
     for (int panel = first; panel < last; ++panel) {
       const int col = panel * width;
       const int cols = std::min(width, chunk_cols - col);
@@ -655,14 +664,20 @@ struct GemmTask {
     }
   }
 
-  // Packs lhs rows [row_start, row_start + rows) of a declared range two panels at a time, each
-  // pair checked just after packing it, while it is in L1; false, with the bits found in
-  // lhs_range_bits_packed, if a value lies outside the range. Pairs, as the AVX-512 VNNI packer
-  // takes its 8-row panels: one at a time went to its AVX2 fallback, 3% of the time of a 256^3
-  // GEMM on declared 2 x 2 bits.
+  // Packs lhs rows [row_start, row_start + rows) of a declared range, checking them as it reads
+  // them where the kernel can (pack_lhs_checking), else two panels at a time, each pair checked
+  // just after packing it, while it is in L1; false, with the bits found in lhs_range_bits_packed,
+  // if a value lies outside the range. Pairs, as a packer may take its panels in pairs (the
+  // AVX-512 VNNI packer's single 8-row panels went to its AVX2 fallback).
   bool PackLhsChecking(const WorkerScratch& scratch, int row_start, int rows) const {
     const OperandPacking packing = LhsPacking();
     RangeBits found = *lhs_range_packed;
+    if (kernel.pack_lhs_checking != nullptr) {
+      kernel.pack_lhs_checking(lhs, row_start, rows, 0, lhs.cols, scratch.packed_lhs,
+                               scratch.row_sums, &found);
+      lhs_range_bits_packed.fetch_or(found.bits, std::memory_order_relaxed);
+      return found.InRange();
+    }
     const int pair = 2 * packing.width;
     for (int first = 0; first < rows; first += pair) {
       const int count = std::min(pair, rows - first);

@@ -131,6 +131,13 @@ constexpr KernelFormat RhsPanelFromL2(KernelFormat format) {
 using PackFunction = void (*)(const MatrixView& source, int start, int count, int depth_start,
                               int depth, void* packed, std::int32_t* sums);
 
+// The same packing, checking the values against a declared range as it reads them: each value
+// plus range->bias ORed into range->bits (RangeBits), which the driver then tests before anything
+// is written.
+using CheckingPackFunction = void (*)(const MatrixView& source, int start, int count,
+                                      int depth_start, int depth, void* packed, std::int32_t* sums,
+                                      RangeBits* range);
+
 // The same packing of values requantized as they are read: `source` is the operand's lines as
 // stored, row-major (along the depth), with the type and bits of the requantized values (uint8,
 // RequantizedView) that the packed values are shifted from; `requantization` reads each stored
@@ -342,6 +349,11 @@ struct KernelImplementation {
   void (*write_lines)(LinesBetweenSteps* lines) = nullptr;
   int direct_rhs_deep_rows = kShortDirectRhsRows;
   int direct_rhs_deep_depth = 0;
+  // Where the kernel has them: pack_lhs and pack_rhs checking a declared range as they read the
+  // values (CheckingPackFunction), which the driver then need not check in a pass of its own. Or
+  // null.
+  CheckingPackFunction pack_lhs_checking = nullptr;
+  CheckingPackFunction pack_rhs_checking = nullptr;
 };
 
 const KernelImplementation& ReferenceKernel();

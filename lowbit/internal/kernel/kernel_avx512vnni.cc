@@ -631,6 +631,18 @@ void PackRhsAvx512Vnni(const MatrixView& source, int start, int count, int depth
                        packed, sums);
 }
 
+void PackLhsCheckingAvx512Vnni(const MatrixView& source, int start, int count, int depth_start,
+                               int depth, void* packed, std::int32_t* sums, RangeBits* range) {
+  PackByteGroupsCheckingAvx512(source, kFormat.lhs_type, kFormat.lhs_rows, start, count,
+                               depth_start, depth, packed, sums, range);
+}
+
+void PackRhsCheckingAvx512Vnni(const MatrixView& source, int start, int count, int depth_start,
+                               int depth, void* packed, std::int32_t* sums, RangeBits* range) {
+  PackByteGroupsCheckingAvx512(source, kFormat.rhs_type, kFormat.rhs_cols, start, count,
+                               depth_start, depth, packed, sums, range);
+}
+
 void PackLhsRequantizingAvx512Vnni(const MatrixView& source,
                                    const PackRequantization& requantization, int start, int count,
                                    int depth, void* packed, std::int32_t* sums) {
@@ -733,7 +745,9 @@ const KernelImplementation& Avx512VnniKernel() {
                                                    &MicroKernelWriting,
                                                    &WriteLinesAlone,
                                                    kMaxDirectRhsRows,
-                                                   1024};
+                                                   1024,
+                                                   &PackLhsCheckingAvx512Vnni,
+                                                   &PackRhsCheckingAvx512Vnni};
   return implementation;
 }
 

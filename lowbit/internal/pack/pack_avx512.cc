@@ -45,6 +45,44 @@ __attribute__((always_inline)) inline void TransposedGroups(LoadRow load_row, __
   }
 }
 
+// A declared range checked as a packer reads its values (RangeBits, driver.h): the range's bias,
+// and the byte the bits found are ORed into.
+struct CheckedRange {
+  std::uint8_t bias;
+  std::uint8_t* found;
+};
+
+// Where kChecked, the bits of the values a packer loads, each plus the range's bias, ORed together
+// and at the end into the range's found bits. Lanes loaded as zeros under a mask add nothing
+// outside the range: zero lies in every declared range. Otherwise nothing at all.
+template <bool kChecked>
+class RangeCheck {
+ public:
+  explicit RangeCheck(CheckedRange range) : range_(range) {
+    if (kChecked) bias_ = _mm512_set1_epi8(static_cast<char>(range.bias));
+  }
+  void Add(__m512i values) {
+    if (kChecked) bits_ = _mm512_or_si512(bits_, _mm512_add_epi8(values, bias_));
+  }
+  void Finish() const {
+    if (!kChecked) return;
+    const __m256i half =
+        _mm256_or_si256(_mm512_castsi512_si256(bits_), _mm512_extracti64x4_epi64(bits_, 1));
+    __m128i quarter = _mm_or_si128(_mm256_castsi256_si128(half), _mm256_extracti128_si256(half, 1));
+    quarter = _mm_or_si128(quarter, _mm_srli_si128(quarter, 8));
+    quarter = _mm_or_si128(quarter, _mm_srli_si128(quarter, 4));
+    auto word = static_cast<std::uint32_t>(_mm_cvtsi128_si32(quarter));
+    word |= word >> 16;
+    word |= word >> 8;
+    *range_.found |= static_cast<std::uint8_t>(word);
+  }
+
+ private:
+  CheckedRange range_;
+  __m512i bias_ = _mm512_setzero_si512();
+  __m512i bits_ = _mm512_setzero_si512();
+};
+
 // Adds the sums in row_sums of the rows in `present` to theirs at `sums`.
 inline void AddRowSums(const PartialRowSums& row_sums, std::int32_t* sums,
                        __mmask16 present = 0xffff) {
@@ -59,58 +97,70 @@ inline void AddRowSums(const PartialRowSums& row_sums, std::int32_t* sums,
 // those at `sums`, and `store(d, groups, count)` storing the step's groups up to the padded depth.
 // Out of line, with its own sums and a copy of `store`: inlined, or sharing the whole steps'
 // sums, it took the whole steps' registers, and packing a 64-deep lhs took twice as long.
-template <PackedType kType, typename Store>
+template <PackedType kType, bool kChecked, typename Store>
 __attribute__((noinline)) void PartialStep(const std::uint8_t* rows_base, std::ptrdiff_t stride,
                                            int d, int depth, std::int8_t delta, Store store,
-                                           std::int32_t* sums) {
+                                           std::int32_t* sums, CheckedRange range) {
   const __mmask64 in_depth = (__mmask64{1} << (depth - d)) - 1;
   const __m512i delta_bytes = _mm512_set1_epi8(delta);
   PartialRowSums row_sums = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
                              _mm512_setzero_si512()};
+  RangeCheck<kChecked> check(range);
   __m512i groups[16];
   TransposedGroups<kType>(
       [&](int i) {
-        return _mm512_maskz_add_epi8(
-            in_depth, _mm512_maskz_loadu_epi8(in_depth, rows_base + i * stride + d), delta_bytes);
+        const __m512i values = _mm512_maskz_loadu_epi8(in_depth, rows_base + i * stride + d);
+        check.Add(values);
+        return _mm512_maskz_add_epi8(in_depth, values, delta_bytes);
       },
       groups, row_sums);
   store(d, groups, (depth - d + kGroup - 1) / kGroup);
   AddRowSums(row_sums, sums);
+  check.Finish();
 }
 
 // The 16 rows from rows_base on, each of `depth` values shifted by `delta`, 64 depth values a
 // step: `store(d, groups, count)` stores the first `count` groups of the step at depth d
-// (TransposedGroups), and the rows' sums are added to those at `sums`.
-template <PackedType kType, typename Store>
+// (TransposedGroups), and the rows' sums are added to those at `sums`. Where kChecked, the values
+// are checked against `range` as they are loaded.
+template <PackedType kType, bool kChecked, typename Store>
 __attribute__((always_inline)) inline void PackSixteenRows(const std::uint8_t* rows_base,
                                                            std::ptrdiff_t stride, int depth,
                                                            std::int8_t delta, Store store,
-                                                           std::int32_t* sums) {
+                                                           std::int32_t* sums, CheckedRange range) {
   const __m512i delta_bytes = _mm512_set1_epi8(delta);
   PartialRowSums row_sums = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
                              _mm512_setzero_si512()};
+  RangeCheck<kChecked> check(range);
   int d = 0;
   for (; d + kStep <= depth; d += kStep) {
     __m512i groups[16];
     TransposedGroups<kType>(
         [&](int i) {
-          return _mm512_add_epi8(_mm512_loadu_si512(rows_base + i * stride + d), delta_bytes);
+          const __m512i values = _mm512_loadu_si512(rows_base + i * stride + d);
+          check.Add(values);
+          return _mm512_add_epi8(values, delta_bytes);
         },
         groups, row_sums);
     // A constant count: with a run-time one GCC kept the loop and the groups in memory.
     store(d, groups, std::integral_constant<int, kStep / kGroup>());
   }
   AddRowSums(row_sums, sums);
-  if (d < depth) PartialStep<kType>(rows_base, stride, d, depth, delta, store, sums);
+  check.Finish();
+  if (d < depth) {
+    PartialStep<kType, kChecked>(rows_base, stride, d, depth, delta, store, sums, range);
+  }
 }
 
 // One whole panel of `width` rows (a multiple of 16) of kUint8 values, 16 rows at a time. The
 // AVX2 packer's 4-row steps took three quarters of a 1 x 1024 x 1024 GEMM's time, and the depth
 // tail through them a fifth of a 32 x 32 x 32 one.
+template <bool kChecked>
 void PackUint8PanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, int width, int depth,
-                         std::int8_t delta, std::uint8_t* out, std::int32_t* sums) {
+                         std::int8_t delta, std::uint8_t* out, std::int32_t* sums,
+                         CheckedRange range) {
   for (int first = 0; first < width; first += 16) {
-    PackSixteenRows<PackedType::kUint8>(
+    PackSixteenRows<PackedType::kUint8, kChecked>(
         rows_base + first * stride, stride, depth, delta,
         [=](int d, const __m512i(&groups)[16], auto count) {
           for (int g = 0; g < count; ++g) {
@@ -118,7 +168,7 @@ void PackUint8PanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, i
             _mm512_storeu_si512(out + (group * width + first) * kGroup, groups[g]);
           }
         },
-        sums + first);
+        sums + first, range);
   }
 }
 
@@ -137,11 +187,12 @@ inline void StoreToEightRowPanelPair(__m512i group, std::uint8_t* out, std::ptrd
 // together: each transposed group holds the first panel's rows in its low half and the second's
 // in its high half. Through the AVX2 packer's 4-row steps, packing the lhs took 8% of a
 // 64 x 64 x 64 GEMM.
+template <bool kChecked>
 void PackEightRowPanelPairSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, int depth,
                                 std::ptrdiff_t panel_bytes, std::int8_t delta, std::uint8_t* out,
-                                std::int32_t* sums) {
+                                std::int32_t* sums, CheckedRange range) {
   constexpr int kWidth = 8;
-  PackSixteenRows<PackedType::kInt8>(
+  PackSixteenRows<PackedType::kInt8, kChecked>(
       rows_base, stride, depth, delta,
       [=](int d, const __m512i(&groups)[16], auto count) {
         for (int g = 0; g < count; ++g) {
@@ -149,7 +200,7 @@ void PackEightRowPanelPairSteps(const std::uint8_t* rows_base, std::ptrdiff_t st
                                    true);
         }
       },
-      sums);
+      sums, range);
 }
 
 // Rows [0, count) of a source whose rows are adjacent for a fixed depth, in panels of `width`
@@ -160,9 +211,11 @@ void PackEightRowPanelPairSteps(const std::uint8_t* rows_base, std::ptrdiff_t st
 // run of them is stored to its place with masked stores. A depth value past the depth is zero,
 // as padding must be. maddubs + madd add each group's values to its row's sum (signed for int8:
 // the ones take maddubs' unsigned side).
-template <PackedType kType>
+template <PackedType kType, bool kChecked>
 void PackRowsAdjacent(const std::uint8_t* rows_base, std::ptrdiff_t stride, int count, int width,
-                      int depth, std::int8_t delta, std::uint8_t* out, std::int32_t* sums) {
+                      int depth, std::int8_t delta, std::uint8_t* out, std::int32_t* sums,
+                      CheckedRange range) {
+  RangeCheck<kChecked> check(range);
   const __m512i delta_bytes = _mm512_set1_epi8(delta);
   const int padded_depth = (depth + kGroup - 1) / kGroup * kGroup;
   const int padded_rows = (count + width - 1) / width * width;
@@ -204,14 +257,14 @@ void PackRowsAdjacent(const std::uint8_t* rows_base, std::ptrdiff_t stride, int 
       for (int d = chunk; d < chunk_end; d += kGroup) {
         __m256i line[kGroup];
         for (int j = 0; j < kGroup; ++j) {
-          line[j] = d + j < depth
-                        ? _mm512_castsi512_si256(_mm512_maskz_add_epi8(
-                              present,
-                              _mm512_maskz_loadu_epi8(
-                                  present,
-                                  rows_base + static_cast<std::ptrdiff_t>(d + j) * stride + first),
-                              delta_bytes))
-                        : _mm256_setzero_si256();
+          if (d + j >= depth) {
+            line[j] = _mm256_setzero_si256();
+            continue;
+          }
+          const __m512i values = _mm512_maskz_loadu_epi8(
+              present, rows_base + static_cast<std::ptrdiff_t>(d + j) * stride + first);
+          check.Add(values);
+          line[j] = _mm512_castsi512_si256(_mm512_maskz_add_epi8(present, values, delta_bytes));
         }
         const __m256i low01 = _mm256_unpacklo_epi8(line[0], line[1]);
         const __m256i high01 = _mm256_unpackhi_epi8(line[0], line[1]);
@@ -253,6 +306,7 @@ void PackRowsAdjacent(const std::uint8_t* rows_base, std::ptrdiff_t stride, int 
       for (int r = 0; r < valid; ++r) sums[first + r] += block_sums[r];
     }
   }
+  check.Finish();
 }
 
 // Rows [0, count) of lines along the depth from `rows` on, requantized as they are read, in
@@ -330,31 +384,57 @@ void PackByteGroupsRequantizingAvx512(const MatrixView& source,
   }
 }
 
-void PackByteGroupsAvx512(const MatrixView& source, PackedType type, int panel_width, int start,
-                          int count, int depth_start, int depth, void* packed, std::int32_t* sums) {
+namespace {
+
+// The rows of a row-major source from rows_base on, `rows` of them, `depth` values each, checked
+// against `range` (what PackByteGroupsAvx2 packed for PackByteGroups).
+void CheckRows(const std::uint8_t* rows_base, std::ptrdiff_t stride, int rows, int depth,
+               CheckedRange range) {
+  RangeCheck<true> check(range);
+  for (int row = 0; row < rows; ++row) {
+    for (int d = 0; d < depth; d += kStep) {
+      const __mmask64 in_depth =
+          depth - d >= kStep ? ~__mmask64{0} : (__mmask64{1} << (depth - d)) - 1;
+      check.Add(_mm512_maskz_loadu_epi8(in_depth, rows_base + row * stride + d));
+    }
+  }
+  check.Finish();
+}
+
+// PackByteGroupsAvx512, and where kChecked PackByteGroupsCheckingAvx512 with `range`.
+template <bool kChecked>
+void PackByteGroups(const MatrixView& source, PackedType type, int panel_width, int start,
+                    int count, int depth_start, int depth, void* packed, std::int32_t* sums,
+                    CheckedRange range) {
   // A byte, not a vector, to the functions below: GCC leaves the upper halves of the vector
   // registers dirty on returning from a function with vector arguments (no vzeroupper), and
   // the driver's SSE code after it then ran slower: 64 x 64 x 64 GEMMs 4% slower in all.
   const auto delta = static_cast<std::int8_t>(-PackedValueShift(type, source));
   const auto steps = [&](const std::uint8_t* rows_base, int whole_depth, std::uint8_t* out,
                          std::int32_t* panel_sums) {
-    PackUint8PanelSteps(rows_base, source.stride, panel_width, whole_depth, delta, out, panel_sums);
+    PackUint8PanelSteps<kChecked>(rows_base, source.stride, panel_width, whole_depth, delta, out,
+                                  panel_sums, range);
   };
   const auto rest = [&](int first_row, int rows, int rest_depth_start, int rest_depth,
                         std::uint8_t* out, std::int32_t* rest_sums) {
     PackByteGroupsAvx2(source, type, panel_width, first_row, rows, rest_depth_start, rest_depth,
                        out, rest_sums);
+    if (kChecked) {
+      CheckRows(static_cast<const std::uint8_t*>(source.data) +
+                    static_cast<std::ptrdiff_t>(first_row) * source.stride + rest_depth_start,
+                source.stride, rows, rest_depth, range);
+    }
   };
   if (source.order == Order::kColMajor) {
     const auto* rows_base = static_cast<const std::uint8_t*>(source.data) +
                             static_cast<std::ptrdiff_t>(depth_start) * source.stride + start;
     auto* out = static_cast<std::uint8_t*>(packed);
     if (type == PackedType::kUint8) {
-      PackRowsAdjacent<PackedType::kUint8>(rows_base, source.stride, count, panel_width, depth,
-                                           delta, out, sums);
+      PackRowsAdjacent<PackedType::kUint8, kChecked>(rows_base, source.stride, count, panel_width,
+                                                     depth, delta, out, sums, range);
     } else {
-      PackRowsAdjacent<PackedType::kInt8>(rows_base, source.stride, count, panel_width, depth,
-                                          delta, out, sums);
+      PackRowsAdjacent<PackedType::kInt8, kChecked>(rows_base, source.stride, count, panel_width,
+                                                    depth, delta, out, sums, range);
     }
     return;
   }
@@ -364,8 +444,8 @@ void PackByteGroupsAvx512(const MatrixView& source, PackedType type, int panel_w
         static_cast<std::ptrdiff_t>(panel_width) * RoundUp(depth, kGroup);
     const auto pair_steps = [&](const std::uint8_t* rows_base, int whole_depth, std::uint8_t* out,
                                 std::int32_t* pair_sums) {
-      PackEightRowPanelPairSteps(rows_base, source.stride, whole_depth, panel_bytes, delta, out,
-                                 pair_sums);
+      PackEightRowPanelPairSteps<kChecked>(rows_base, source.stride, whole_depth, panel_bytes,
+                                           delta, out, pair_sums, range);
     };
     PackWholePanelsInSteps(source, true, panel_width, start, count, depth_start, depth, kStep,
                            kGroup, static_cast<std::uint8_t*>(packed), sums, pair_steps, rest, 2,
@@ -375,6 +455,21 @@ void PackByteGroupsAvx512(const MatrixView& source, PackedType type, int panel_w
   const bool stepped = type == PackedType::kUint8 && panel_width % 16 == 0;
   PackWholePanelsInSteps(source, stepped, panel_width, start, count, depth_start, depth, kStep,
                          kGroup, static_cast<std::uint8_t*>(packed), sums, steps, rest, 1, true);
+}
+
+}  // namespace
+
+void PackByteGroupsAvx512(const MatrixView& source, PackedType type, int panel_width, int start,
+                          int count, int depth_start, int depth, void* packed, std::int32_t* sums) {
+  PackByteGroups<false>(source, type, panel_width, start, count, depth_start, depth, packed, sums,
+                        CheckedRange{0, nullptr});
+}
+
+void PackByteGroupsCheckingAvx512(const MatrixView& source, PackedType type, int panel_width,
+                                  int start, int count, int depth_start, int depth, void* packed,
+                                  std::int32_t* sums, RangeBits* range) {
+  PackByteGroups<true>(source, type, panel_width, start, count, depth_start, depth, packed, sums,
+                       CheckedRange{range->bias, &range->bits});
 }
 
 }  // namespace internal

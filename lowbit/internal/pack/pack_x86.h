@@ -58,6 +58,13 @@ void PackNibbleGroupsAvx2(const MatrixView& source, int panel_width, int start, 
 void PackByteGroupsAvx512(const MatrixView& source, PackedType type, int panel_width, int start,
                           int count, int depth_start, int depth, void* packed, std::int32_t* sums);
 
+// PackByteGroupsAvx512 checking the values against a declared range as it reads them: each value
+// plus range->bias ORed into range->bits (RangeBits, driver.h), with no pass of its own over the
+// lines. The same CPUs.
+void PackByteGroupsCheckingAvx512(const MatrixView& source, PackedType type, int panel_width,
+                                  int start, int count, int depth_start, int depth, void* packed,
+                                  std::int32_t* sums, RangeBits* range);
+
 // PackByteGroupsAvx512's layout for kUint8 panels of 16 or 32 rows and kInt8 panels of 8, of
 // lines along the depth requantized as they are read (kernel.h, RequantizingPackFunction). The
 // same CPUs.
