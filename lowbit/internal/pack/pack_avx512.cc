@@ -4,8 +4,9 @@
 // kernel's rhs panels) and pairs of 8-row int8 panels (its lhs panels); and byte groups of either
 // type, in panels of any width, of a source whose rows are adjacent (a column-major lhs, a
 // row-major rhs), 32 rows and 4 depth values a step. Everything else (a last partial panel or
-// pair, other widths) goes to PackByteGroupsAvx2, which writes the same layout. And lines along the
-// depth requantized as they are read (PackByteGroupsRequantizingAvx512), every row and depth in
+// pair, other widths) goes to PackByteGroupsAvx2, which writes the same layout. The same packing
+// checking a declared range as it loads the values (PackByteGroupsCheckingAvx512). And lines along
+// the depth requantized as they are read (PackByteGroupsRequantizingAvx512), every row and depth in
 // 64-value steps under masks.
 #include <algorithm>
 #include <cstddef>
