@@ -252,25 +252,29 @@ struct GemmTask {
     }
     RangeBits found = *rhs_range_packed;
     if (kernel.pack_rhs_checking != nullptr) {
-      std::memset(shared.col_sums + first_col, 0, sizeof(std::int32_t) * part_cols);
-      kernel.pack_rhs_checking(rhs_transposed, chunk_start + first_col, part_cols, 0, lhs.cols,
-                               packed, shared.col_sums + first_col, &found);
-      rhs_range_bits_packed.fetch_or(found.bits, std::memory_order_relaxed);
-      return;
-    }
-    for (int panel = first; panel < last; ++panel) {
-      const int col = panel * width;
-      const int cols = std::min(width, chunk_cols - col);
-      PackRhsColumns(worker, col, cols, shared.packed_rhs + panel * RhsPanelBytes());
-      OrBitsOfLines(rhs_transposed, chunk_start + col, cols, &found);
+      PackRhsColumns(worker, first_col, part_cols, packed, &found);
+    } else {
+      for (int panel = first; panel < last; ++panel) {
+        const int col = panel * width;
+        const int cols = std::min(width, chunk_cols - col);
+        PackRhsColumns(worker, col, cols, shared.packed_rhs + panel * RhsPanelBytes());
+        OrBitsOfLines(rhs_transposed, chunk_start + col, cols, &found);
+      }
     }
     rhs_range_bits_packed.fetch_or(found.bits, std::memory_order_relaxed);
   }
 
   // Packs the chunk's columns [col, col + cols), whole depth, into `packed`, and their sums
-  // into col_sums (pack functions add to the sums they are given).
-  void PackRhsColumns(const WorkerScratch& scratch, int col, int cols, char* packed) const {
+  // into col_sums (pack functions add to the sums they are given); with `range`, through the
+  // kernel's pack_rhs_checking, which checks them against it as it reads them.
+  void PackRhsColumns(const WorkerScratch& scratch, int col, int cols, char* packed,
+                      RangeBits* range = nullptr) const {
     std::memset(shared.col_sums + col, 0, sizeof(std::int32_t) * cols);
+    if (range != nullptr) {
+      kernel.pack_rhs_checking(rhs_transposed, chunk_start + col, cols, 0, lhs.cols, packed,
+                               shared.col_sums + col, range);
+      return;
+    }
     PackLines(RhsPacking(), rhs_transposed, rhs_requantization, rescale != nullptr,
               chunk_start + col, cols, packed, shared.col_sums + col, scratch);
   }
@@ -667,8 +671,8 @@ struct GemmTask {
   // Packs lhs rows [row_start, row_start + rows) of a declared range, checking them as it reads
   // them where the kernel can (pack_lhs_checking), else two panels at a time, each pair checked
   // just after packing it, while it is in L1; false, with the bits found in lhs_range_bits_packed,
-  // if a value lies outside the range. Pairs, as a packer may take its panels in pairs (the
-  // AVX-512 VNNI packer's single 8-row panels went to its AVX2 fallback).
+  // if a value lies outside the range. Pairs, as a packer may step its panels in pairs and send a
+  // single panel to a narrower fallback (the AVX-512 packer does).
   bool PackLhsChecking(const WorkerScratch& scratch, int row_start, int rows) const {
     const OperandPacking packing = LhsPacking();
     RangeBits found = *lhs_range_packed;

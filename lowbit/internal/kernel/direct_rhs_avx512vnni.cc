@@ -6,6 +6,7 @@
 
 // <immintrin.h> through this header first: without GCC 12's false -Wuninitialized reports.
 #include "lowbit/fixedpoint/fixedpoint_avx512.h"
+#include "lowbit/internal/driver/range_bits_avx512.h"
 #include "lowbit/internal/kernel/kernel.h"
 
 namespace lowbit {
@@ -246,13 +247,7 @@ void DirectRhsAvx512Vnni(const void* lhs, std::ptrdiff_t lhs_stride, int rows, i
       with_shift(std::false_type(), std::false_type());
     }
   });
-  if (range == nullptr) return;
-  // The OR of the 64 bytes: of the 8-byte lanes, then of the bytes of that.
-  auto bits = static_cast<std::uint64_t>(_mm512_reduce_or_epi64(range_bits));
-  bits |= bits >> 32;
-  bits |= bits >> 16;
-  bits |= bits >> 8;
-  range->bits |= static_cast<std::uint8_t>(bits);
+  if (range != nullptr) OrBytesInto(range_bits, range);
 }
 
 }  // namespace internal

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "lowbit/internal/driver/range_bits_avx512.h"
 #include "lowbit/internal/pack/pack_x86.h"
 #include "lowbit/internal/pack/requantize_avx512.h"  // and <immintrin.h>
 #include "lowbit/internal/pack/transpose_avx512.h"
@@ -46,40 +47,25 @@ __attribute__((always_inline)) inline void TransposedGroups(LoadRow load_row, __
   }
 }
 
-// A declared range checked as a packer reads its values (RangeBits, driver.h): the range's bias,
-// and the byte the bits found are ORed into.
-struct CheckedRange {
-  std::uint8_t bias;
-  std::uint8_t* found;
-};
-
-// Where kChecked, the bits of the values a packer loads, each plus the range's bias, ORed together
-// and at the end into the range's found bits. Lanes loaded as zeros under a mask add nothing
-// outside the range: zero lies in every declared range. Otherwise nothing at all.
+// Where kChecked, the bits of the values a packer loads, each plus the declared range's bias, ORed
+// together and at the end into the range's bits (RangeBits, driver.h). Lanes loaded as zeros under
+// a mask add nothing outside the range: zero lies in every declared range. Otherwise nothing at
+// all, and `range` may be null.
 template <bool kChecked>
 class RangeCheck {
  public:
-  explicit RangeCheck(CheckedRange range) : range_(range) {
-    if (kChecked) bias_ = _mm512_set1_epi8(static_cast<char>(range.bias));
+  explicit RangeCheck(RangeBits* range) : range_(range) {
+    if (kChecked) bias_ = _mm512_set1_epi8(static_cast<char>(range->bias));
   }
   void Add(__m512i values) {
     if (kChecked) bits_ = _mm512_or_si512(bits_, _mm512_add_epi8(values, bias_));
   }
   void Finish() const {
-    if (!kChecked) return;
-    const __m256i half =
-        _mm256_or_si256(_mm512_castsi512_si256(bits_), _mm512_extracti64x4_epi64(bits_, 1));
-    __m128i quarter = _mm_or_si128(_mm256_castsi256_si128(half), _mm256_extracti128_si256(half, 1));
-    quarter = _mm_or_si128(quarter, _mm_srli_si128(quarter, 8));
-    quarter = _mm_or_si128(quarter, _mm_srli_si128(quarter, 4));
-    auto word = static_cast<std::uint32_t>(_mm_cvtsi128_si32(quarter));
-    word |= word >> 16;
-    word |= word >> 8;
-    *range_.found |= static_cast<std::uint8_t>(word);
+    if (kChecked) OrBytesInto(bits_, range_);
   }
 
  private:
-  CheckedRange range_;
+  RangeBits* range_;
   __m512i bias_ = _mm512_setzero_si512();
   __m512i bits_ = _mm512_setzero_si512();
 };
@@ -101,7 +87,7 @@ inline void AddRowSums(const PartialRowSums& row_sums, std::int32_t* sums,
 template <PackedType kType, bool kChecked, typename Store>
 __attribute__((noinline)) void PartialStep(const std::uint8_t* rows_base, std::ptrdiff_t stride,
                                            int d, int depth, std::int8_t delta, Store store,
-                                           std::int32_t* sums, CheckedRange range) {
+                                           std::int32_t* sums, RangeBits* range) {
   const __mmask64 in_depth = (__mmask64{1} << (depth - d)) - 1;
   const __m512i delta_bytes = _mm512_set1_epi8(delta);
   PartialRowSums row_sums = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
@@ -128,7 +114,7 @@ template <PackedType kType, bool kChecked, typename Store>
 __attribute__((always_inline)) inline void PackSixteenRows(const std::uint8_t* rows_base,
                                                            std::ptrdiff_t stride, int depth,
                                                            std::int8_t delta, Store store,
-                                                           std::int32_t* sums, CheckedRange range) {
+                                                           std::int32_t* sums, RangeBits* range) {
   const __m512i delta_bytes = _mm512_set1_epi8(delta);
   PartialRowSums row_sums = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
                              _mm512_setzero_si512()};
@@ -159,7 +145,7 @@ __attribute__((always_inline)) inline void PackSixteenRows(const std::uint8_t* r
 template <bool kChecked>
 void PackUint8PanelSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, int width, int depth,
                          std::int8_t delta, std::uint8_t* out, std::int32_t* sums,
-                         CheckedRange range) {
+                         RangeBits* range) {
   for (int first = 0; first < width; first += 16) {
     PackSixteenRows<PackedType::kUint8, kChecked>(
         rows_base + first * stride, stride, depth, delta,
@@ -191,7 +177,7 @@ inline void StoreToEightRowPanelPair(__m512i group, std::uint8_t* out, std::ptrd
 template <bool kChecked>
 void PackEightRowPanelPairSteps(const std::uint8_t* rows_base, std::ptrdiff_t stride, int depth,
                                 std::ptrdiff_t panel_bytes, std::int8_t delta, std::uint8_t* out,
-                                std::int32_t* sums, CheckedRange range) {
+                                std::int32_t* sums, RangeBits* range) {
   constexpr int kWidth = 8;
   PackSixteenRows<PackedType::kInt8, kChecked>(
       rows_base, stride, depth, delta,
@@ -215,7 +201,7 @@ void PackEightRowPanelPairSteps(const std::uint8_t* rows_base, std::ptrdiff_t st
 template <PackedType kType, bool kChecked>
 void PackRowsAdjacent(const std::uint8_t* rows_base, std::ptrdiff_t stride, int count, int width,
                       int depth, std::int8_t delta, std::uint8_t* out, std::int32_t* sums,
-                      CheckedRange range) {
+                      RangeBits* range) {
   RangeCheck<kChecked> check(range);
   const __m512i delta_bytes = _mm512_set1_epi8(delta);
   const int padded_depth = (depth + kGroup - 1) / kGroup * kGroup;
@@ -390,7 +376,7 @@ namespace {
 // The rows of a row-major source from rows_base on, `rows` of them, `depth` values each, checked
 // against `range` (what PackByteGroupsAvx2 packed for PackByteGroups).
 void CheckRows(const std::uint8_t* rows_base, std::ptrdiff_t stride, int rows, int depth,
-               CheckedRange range) {
+               RangeBits* range) {
   RangeCheck<true> check(range);
   for (int row = 0; row < rows; ++row) {
     for (int d = 0; d < depth; d += kStep) {
@@ -406,7 +392,7 @@ void CheckRows(const std::uint8_t* rows_base, std::ptrdiff_t stride, int rows, i
 template <bool kChecked>
 void PackByteGroups(const MatrixView& source, PackedType type, int panel_width, int start,
                     int count, int depth_start, int depth, void* packed, std::int32_t* sums,
-                    CheckedRange range) {
+                    RangeBits* range) {
   // A byte, not a vector, to the functions below: GCC leaves the upper halves of the vector
   // registers dirty on returning from a function with vector arguments (no vzeroupper), and
   // the driver's SSE code after it then ran slower: 64 x 64 x 64 GEMMs 4% slower in all.
@@ -463,14 +449,14 @@ void PackByteGroups(const MatrixView& source, PackedType type, int panel_width, 
 void PackByteGroupsAvx512(const MatrixView& source, PackedType type, int panel_width, int start,
                           int count, int depth_start, int depth, void* packed, std::int32_t* sums) {
   PackByteGroups<false>(source, type, panel_width, start, count, depth_start, depth, packed, sums,
-                        CheckedRange{0, nullptr});
+                        nullptr);
 }
 
 void PackByteGroupsCheckingAvx512(const MatrixView& source, PackedType type, int panel_width,
                                   int start, int count, int depth_start, int depth, void* packed,
                                   std::int32_t* sums, RangeBits* range) {
   PackByteGroups<true>(source, type, panel_width, start, count, depth_start, depth, packed, sums,
-                       CheckedRange{range->bias, &range->bits});
+                       range);
 }
 
 }  // namespace internal
