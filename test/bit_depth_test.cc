@@ -754,11 +754,14 @@ void ExpectValueOutsideNamed(OwnedMatrix<Scalar>* rhs, OwnedMatrix<Scalar>* tall
 // outside it anywhere (first and last columns, the last column group's tail, the last depth
 // value) is reported with its position, the result untouched. Padding outside the matrix holds
 // values outside the range, which the check must not read. The transposed case (a column-major
-// result with more rows than columns) checks the lhs this way.
+// result with more rows than columns) checks the lhs this way. The short operand's offset either
+// needs the other's column sums (-3) or cancels (-128, a uint8 operand packed as int8), where the
+// product sums no columns and checks all the same.
 template <typename RhsScalar>
 void CheckShortLhsRanges(Context* context) {
   std::mt19937 random(17);
-  for (int bits : {2, 7}) {
+  for (const auto& [bits, short_offset] :
+       {std::pair<int, int>{2, -3}, {7, -3}, {2, -128}, {7, -128}}) {
     const int min = std::is_signed<RhsScalar>::value ? -(1 << (bits - 1)) : 0;
     const int max = std::is_signed<RhsScalar>::value ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
     const BitDepthParams params{8, bits, BitDepthRounding::kAuto, 0, BitDepthMode::kDeclaredRange};
@@ -785,14 +788,16 @@ void CheckShortLhsRanges(Context* context) {
         }
         rhs.storage[0] = static_cast<RhsScalar>(min);
         rhs.storage[(cols - 1) * rhs.map.stride() + depth - 1] = static_cast<RhsScalar>(max);
-        const auto exact = ReferenceAccumulators(lhs.const_map(), rhs.const_map(), -3, 17);
+        const auto exact =
+            ReferenceAccumulators(lhs.const_map(), rhs.const_map(), short_offset, 17);
         std::vector<std::int32_t> result_data(rows * cols, kSentinel);
         MatrixMap<std::int32_t> result(result_data.data(), rows, cols, Order::kRowMajor);
-        Gemm(context, lhs.const_map(), rhs.const_map(), &result, -3, 17, params);
+        Gemm(context, lhs.const_map(), rhs.const_map(), &result, short_offset, 17, params);
         for (int r = 0; r < rows; ++r) {
           for (int c = 0; c < cols; ++c) {
             ASSERT_EQ(result(r, c), exact[r * cols + c])
-                << rows << "x" << depth << "x" << cols << ", " << bits << " bits";
+                << rows << "x" << depth << "x" << cols << ", " << bits << " bits, offset "
+                << short_offset;
           }
         }
         // Transposed: the same values as an lhs, against a short rhs, to a column-major result.
@@ -805,8 +810,9 @@ void CheckShortLhsRanges(Context* context) {
         const BitDepthParams tall_params{bits, 8, BitDepthRounding::kAuto, 0,
                                          BitDepthMode::kDeclaredRange};
         const auto tall_exact =
-            ReferenceAccumulators(tall.const_map(), short_rhs.const_map(), 17, -3);
-        Gemm(context, tall.const_map(), short_rhs.const_map(), &tall_result, 17, -3, tall_params);
+            ReferenceAccumulators(tall.const_map(), short_rhs.const_map(), 17, short_offset);
+        Gemm(context, tall.const_map(), short_rhs.const_map(), &tall_result, 17, short_offset,
+             tall_params);
         for (int i = 0; i < cols; ++i) {
           for (int r = 0; r < rows; ++r) {
             ASSERT_EQ(tall_result(i, r), tall_exact[i * rows + r])
@@ -820,10 +826,12 @@ void CheckShortLhsRanges(Context* context) {
           if (c >= cols) continue;
           ExpectValueOutsideNamed(
               &rhs, &tall, d, c, min, max, &result_data, &result_data,
-              [&] { Gemm(context, lhs.const_map(), rhs.const_map(), &result, -3, 17, params); },
               [&] {
-                Gemm(context, tall.const_map(), short_rhs.const_map(), &tall_result, 17, -3,
-                     tall_params);
+                Gemm(context, lhs.const_map(), rhs.const_map(), &result, short_offset, 17, params);
+              },
+              [&] {
+                Gemm(context, tall.const_map(), short_rhs.const_map(), &tall_result, 17,
+                     short_offset, tall_params);
               });
         }
       }

@@ -412,7 +412,6 @@ struct GemmTask {
         std::int32_t* const col_sums = shared.col_sums + block_start;
         const std::int32_t* const lhs_offsets = shared.lhs_offsets + row_start;
         const bool sum_columns =
-            rhs_range != nullptr ||
             std::any_of(lhs_offsets, lhs_offsets + rows, [](std::int32_t a) { return a != 0; });
         if (!sum_columns) std::fill_n(col_sums, block_cols, 0);
         direct_rhs(DirectLhs(scratch), DirectLhsStride(depth), rows, depth, rhs_transposed,

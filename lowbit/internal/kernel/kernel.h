@@ -173,8 +173,8 @@ using MicroKernelColumnFunction = void (*)(const void* lhs_panels, std::size_t l
 // The product may read whole cache lines around the rows and columns (masked, with no effect):
 // lhs rows that start where the rhs columns do within their 64-byte lines (the driver's DirectLhs)
 // are read a line at a time, as the columns are. A non-null range (a declared range of the rhs
-// values; it needs a non-null col_sums) collects the bits of every rhs value it reads, plus its
-// bias, in range->bits: the check costs no second pass over the rhs.
+// values) collects the bits of every rhs value it reads, plus its bias, in range->bits: the check
+// costs no second pass over the rhs.
 using DirectRhsFunction = void (*)(const void* lhs, std::ptrdiff_t lhs_stride, int rows, int depth,
                                    const MatrixView& rhs_columns, int first_column, int cols,
                                    std::int32_t* acc, int acc_stride, std::int32_t* col_sums,
