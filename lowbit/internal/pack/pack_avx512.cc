@@ -5,14 +5,16 @@
 // type, in panels of any width, of a source whose rows are adjacent (a column-major lhs, a
 // row-major rhs), 32 rows and 4 depth values a step. Everything else (a last partial panel or
 // pair, other widths) goes to PackByteGroupsAvx2, which writes the same layout. The same packing
-// checking a declared range as it loads the values (PackByteGroupsCheckingAvx512). And lines along
-// the depth requantized as they are read (PackByteGroupsRequantizingAvx512), every row and depth in
-// 64-value steps under masks.
+// checking a declared range as it loads the values (PackByteGroupsCheckingAvx512; the rows the
+// AVX2 packer takes are scanned after it, OrBitsOfLines). And lines along the depth requantized as
+// they are read (PackByteGroupsRequantizingAvx512), every row and depth in 64-value steps under
+// masks.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
+#include "lowbit/internal/driver/bit_depth.h"
 #include "lowbit/internal/driver/range_bits_avx512.h"
 #include "lowbit/internal/pack/pack_x86.h"
 #include "lowbit/internal/pack/requantize_avx512.h"  // and <immintrin.h>
@@ -373,21 +375,6 @@ void PackByteGroupsRequantizingAvx512(const MatrixView& source,
 
 namespace {
 
-// The rows of a row-major source from rows_base on, `rows` of them, `depth` values each, checked
-// against `range` (what PackByteGroupsAvx2 packed for PackByteGroups).
-void CheckRows(const std::uint8_t* rows_base, std::ptrdiff_t stride, int rows, int depth,
-               RangeBits* range) {
-  RangeCheck<true> check(range);
-  for (int row = 0; row < rows; ++row) {
-    for (int d = 0; d < depth; d += kStep) {
-      const __mmask64 in_depth =
-          depth - d >= kStep ? ~__mmask64{0} : (__mmask64{1} << (depth - d)) - 1;
-      check.Add(_mm512_maskz_loadu_epi8(in_depth, rows_base + row * stride + d));
-    }
-  }
-  check.Finish();
-}
-
 // PackByteGroupsAvx512, and where kChecked PackByteGroupsCheckingAvx512 with `range`.
 template <bool kChecked>
 void PackByteGroups(const MatrixView& source, PackedType type, int panel_width, int start,
@@ -407,9 +394,11 @@ void PackByteGroups(const MatrixView& source, PackedType type, int panel_width, 
     PackByteGroupsAvx2(source, type, panel_width, first_row, rows, rest_depth_start, rest_depth,
                        out, rest_sums);
     if (kChecked) {
-      CheckRows(static_cast<const std::uint8_t*>(source.data) +
-                    static_cast<std::ptrdiff_t>(first_row) * source.stride + rest_depth_start,
-                source.stride, rows, rest_depth, range);
+      // The values PackByteGroupsAvx2 read: its rows at depths [rest_depth_start, + rest_depth).
+      MatrixView packed_part = source;
+      packed_part.data = static_cast<const std::uint8_t*>(source.data) + rest_depth_start;
+      packed_part.cols = rest_depth;
+      OrBitsOfLines(packed_part, first_row, rows, range);
     }
   };
   if (source.order == Order::kColMajor) {
