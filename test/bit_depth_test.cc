@@ -334,7 +334,9 @@ class BitDepthGemmTest : public testing::TestWithParam<PathSetting> {
   // Runs the GEMM (int32 result and a uint8 pipeline; plain and prepacked rhs) and compares
   // every entry with ReferenceBitDepthResult.
   template <typename Lhs, typename Rhs>
-  void Check(const Shape& shape, std::uint32_t index, const BitDepthParams& params) {
+  // With uniform_lhs_offset, the lhs offset is that one (uniform) whatever the index says.
+  void Check(const Shape& shape, std::uint32_t index, const BitDepthParams& params,
+             const std::int32_t* uniform_lhs_offset = nullptr) {
     std::mt19937 random(index);
     const Order lhs_order = index & 1 ? Order::kColMajor : Order::kRowMajor;
     const Order rhs_order = index & 2 ? Order::kColMajor : Order::kRowMajor;
@@ -347,8 +349,9 @@ class BitDepthGemmTest : public testing::TestWithParam<PathSetting> {
     for (auto& value : rhs_offsets) value = offset(random);
     const bool per_channel = (index >> 3) & 1;
     const Offsets lhs_offset =
-        per_channel ? Offsets(VectorMap<const std::int32_t>(lhs_offsets.data(), shape.rows))
-                    : Offsets(offset(random));
+        uniform_lhs_offset != nullptr ? Offsets(*uniform_lhs_offset)
+        : per_channel ? Offsets(VectorMap<const std::int32_t>(lhs_offsets.data(), shape.rows))
+                      : Offsets(offset(random));
     const Offsets rhs_offset =
         per_channel ? Offsets(VectorMap<const std::int32_t>(rhs_offsets.data(), shape.cols))
                     : Offsets(offset(random));
@@ -382,16 +385,17 @@ class BitDepthGemmTest : public testing::TestWithParam<PathSetting> {
     }
   }
 
-  void CheckAnyTypes(const Shape& shape, std::uint32_t index, const BitDepthParams& params) {
+  void CheckAnyTypes(const Shape& shape, std::uint32_t index, const BitDepthParams& params,
+                     const std::int32_t* uniform_lhs_offset = nullptr) {
     switch ((index >> 4) % 4) {
       case 0:
-        return Check<std::uint8_t, std::uint8_t>(shape, index, params);
+        return Check<std::uint8_t, std::uint8_t>(shape, index, params, uniform_lhs_offset);
       case 1:
-        return Check<std::int8_t, std::uint8_t>(shape, index, params);
+        return Check<std::int8_t, std::uint8_t>(shape, index, params, uniform_lhs_offset);
       case 2:
-        return Check<std::uint8_t, std::int8_t>(shape, index, params);
+        return Check<std::uint8_t, std::int8_t>(shape, index, params, uniform_lhs_offset);
       default:
-        return Check<std::int8_t, std::int8_t>(shape, index, params);
+        return Check<std::int8_t, std::int8_t>(shape, index, params, uniform_lhs_offset);
     }
   }
 
@@ -437,6 +441,38 @@ TEST_P(BitDepthGemmTest, DeepLinesAlongTheDepthInEveryTypeAndPartialPanel) {
     for (const std::uint32_t index : {2u, 6u + 8u, 18u, 34u + 8u, 50u}) {
       CheckAnyTypes(Shape{19, 2 * 1020 + 37, 45}, index, params);
       if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// A short lhs against an rhs whose columns run along the depth, both requantized to bit depths
+// whose values scale to 8-bit ones (1, 2, 4 and 8 bits): the AVX-512 VNNI kernel requantizes the
+// rhs as its direct product reads it, every form (a compare for 1 bit, a table for 2 and 4, the
+// values as they are for 8). Rows on either side of the driver's limit for it, depths with and
+// without a tail, within one block of the rounding sequence and straddling several, every type
+// pair, lhs offsets that need the column sums and a uint8 lhs with offset -128, which does not.
+TEST_P(BitDepthGemmTest, ShortLhsAgainstRequantizedRhsColumns) {
+  const BitDepthParams all_params[] = {
+      {1, 1, BitDepthRounding::kXorshift, 3, BitDepthMode::kRequantize},
+      {2, 2, BitDepthRounding::kAddMod97, 4, BitDepthMode::kRequantize},
+      {4, 4, BitDepthRounding::kNearest, 5, BitDepthMode::kRequantize},
+      {2, 1, BitDepthRounding::kAuto, 6, BitDepthMode::kRequantize},
+      {8, 4, BitDepthRounding::kXorshift, 7, BitDepthMode::kRequantize},
+      {1, 8, BitDepthRounding::kAddMod97, 8, BitDepthMode::kRequantize}};
+  constexpr std::int32_t kCancellingOffset = -128;
+  std::uint32_t step = 0;
+  for (const BitDepthParams& params : all_params) {
+    for (const int rows : {1, 2, 4, 5}) {
+      for (const int depth : {1, 64, 200, 320, 1037}) {
+        // Index bits: lhs row-major (bit 0 clear), rhs column-major (bit 1), per-channel offsets
+        // (bit 3) on a quarter, the four type pairs (bits 4 and 5) in turn.
+        const std::uint32_t index = 2u + (step % 4 == 1 ? 8u : 0u) + 16u * (step % 4);
+        CheckAnyTypes(Shape{rows, depth, 4 * rows + 3}, index, params);
+        if (HasFatalFailure()) return;
+        Check<std::uint8_t, std::uint8_t>(Shape{rows, depth, 9}, index, params, &kCancellingOffset);
+        if (HasFatalFailure()) return;
+        ++step;
+      }
     }
   }
 }

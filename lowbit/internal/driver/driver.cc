@@ -198,6 +198,9 @@ struct GemmTask {
   const LineRequantization* rhs_requantization = nullptr;
   // Their packers store each requantized value scaled to the 8-bit value it stands for (RunGemm).
   bool scale_requantized = false;
+  // Where the rhs is read unpacked and requantized (RunGemm): kernel.direct_rhs_requantizing,
+  // which RunBlocks calls in place of direct_rhs. Else null.
+  DirectRhsRequantizingFunction direct_rhs_requantizing = nullptr;
   // The kernel the context resolved, whose ISA requantization runs on.
   Kernel resolved_kernel = Kernel::kReference;
   // The widest panel of lines PackLines requantizes at a time.
@@ -322,13 +325,9 @@ struct GemmTask {
         const int lines_now = std::min(call_lines, count - first);
         // The requantized values' line sums, from the packed values'.
         if (set_terms) std::copy_n(sums + first, lines_now, memory.sums);
-        PackRequantization pack_requantization =
-            RequantizingPack(resolved_kernel, r.lines, r.bits, r.rounding, r.seed, r.operand,
-                             start + first, lines_now, memory.work, r.phases);
-        if (scale_requantized) pack_requantization.factor = 255 / ((1 << r.bits) - 1);
-        packing.pack_requantizing(lines, pack_requantization, start + first, lines_now, depth,
-                                  packed + first / packing.width * packing.panel_bytes,
-                                  sums + first);
+        packing.pack_requantizing(
+            lines, PackRequantizationOf(r, start + first, lines_now, memory), start + first,
+            lines_now, depth, packed + first / packing.width * packing.panel_bytes, sums + first);
         if (!set_terms) continue;
         for (int i = 0; i < lines_now; ++i) {
           SetTerm(r, start + first + i,
@@ -346,6 +345,17 @@ struct GemmTask {
       packing.pack(requantized, 0, panel_lines, 0, depth,
                    packed + first / packing.width * packing.panel_bytes, sums + first);
     }
+  }
+
+  // How a kernel's packer or direct product requantizes lines [first, first + count) of `r` as
+  // it reads them, with `memory`'s work for the offsets' phases where they are not cached.
+  PackRequantization PackRequantizationOf(const LineRequantization& r, int first, int count,
+                                          const RequantizeScratch& memory) const {
+    PackRequantization requantization =
+        RequantizingPack(resolved_kernel, r.lines, r.bits, r.rounding, r.seed, r.operand, first,
+                         count, memory.work, r.phases);
+    if (scale_requantized) requantization.factor = 255 / ((1 << r.bits) - 1);
+    return requantization;
   }
 
   // Sets line `line`'s rescale term from the sum of its requantized values.
@@ -381,6 +391,31 @@ struct GemmTask {
     lhs_terms_set = true;
   }
 
+  // The direct product's copy of lhs rows [row_start, row_start + rows), requantized (at most
+  // requantize_width rows, scale_requantized): each value as the kernel's requantizing packer
+  // stores it, the 8-bit value it stands for shifted for the packed type, and their sums.
+  void CopyRequantizedLhsRows(const WorkerScratch& scratch, int row_start, int rows,
+                              std::ptrdiff_t row_stride, std::int8_t* out) const {
+    const LineRequantization& r = *lhs_requantization;
+    const int depth = lhs.cols;
+    const RequantizeScratch memory =
+        RequantizeScratch::In(scratch.requantize, requantize_width, depth);
+    const MatrixView values =
+        RequantizedView(RequantizePanel(r, row_start, rows, memory, false), memory.values);
+    const int factor = 255 / ((1 << r.bits) - 1);
+    const int shift = PackedValueShift(kernel.format.lhs_type, lhs);
+    for (int i = 0; i < rows; ++i) {
+      const std::uint8_t* requantized = memory.values + i * values.stride;
+      std::int8_t* row = out + i * row_stride;
+      std::int32_t sum = 0;
+      for (int d = 0; d < depth; ++d) {
+        row[d] = static_cast<std::int8_t>(requantized[d] * factor - shift);
+        sum += row[d];
+      }
+      scratch.row_sums[i] = sum;
+    }
+  }
+
   // Where the direct product's lhs copy starts in `scratch`: where the rhs columns start within
   // their 64-byte lines, if they all start at the same offset, so that it reads whole lines of
   // both (DirectRhsFunction).
@@ -414,9 +449,19 @@ struct GemmTask {
         const bool sum_columns =
             std::any_of(lhs_offsets, lhs_offsets + rows, [](std::int32_t a) { return a != 0; });
         if (!sum_columns) std::fill_n(col_sums, block_cols, 0);
-        direct_rhs(DirectLhs(scratch), DirectLhsStride(depth), rows, depth, rhs_transposed,
-                   chunk_start + block_start, block_cols, scratch.acc, acc_stride,
-                   sum_columns ? col_sums : nullptr, rhs_range);
+        const int first_column = chunk_start + block_start;
+        if (direct_rhs_requantizing != nullptr) {
+          const PackRequantization columns = PackRequantizationOf(
+              *rhs_requantization, first_column, block_cols,
+              RequantizeScratch::In(scratch.requantize, requantize_width, depth));
+          direct_rhs_requantizing(DirectLhs(scratch), DirectLhsStride(depth), rows, depth,
+                                  rhs_transposed, columns, first_column, block_cols, scratch.acc,
+                                  acc_stride, sum_columns ? col_sums : nullptr);
+        } else {
+          direct_rhs(DirectLhs(scratch), DirectLhsStride(depth), rows, depth, rhs_transposed,
+                     first_column, block_cols, scratch.acc, acc_stride,
+                     sum_columns ? col_sums : nullptr, rhs_range);
+        }
         if (rhs_range != nullptr && !rhs_range->InRange()) return;
         FinishBlock(scratch, row_start, rows, block_start, block_cols, acc_stride);
         continue;
@@ -708,7 +753,9 @@ struct GemmTask {
     if (direct_rhs != nullptr) {
       auto* copy = reinterpret_cast<std::int8_t*>(DirectLhs(scratch));
       const std::ptrdiff_t row_stride = DirectLhsStride(lhs.cols);
-      if (lhs.type == ElementType::kUint8) {
+      if (lhs_requantization != nullptr) {
+        CopyRequantizedLhsRows(scratch, row_start, rows, row_stride, copy);
+      } else if (lhs.type == ElementType::kUint8) {
         CopyLhsRows<std::uint8_t>(lhs, row_start, rows, kernel.format.lhs_type, row_stride, copy,
                                   scratch.row_sums);
       } else {
@@ -1109,12 +1156,17 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   // A short lhs against an rhs whose columns hold their depth values adjacent: the kernel reads
   // the rhs where it lies. Packing it would cost several times the product (1 x 1024 x 1024:
   // packing took 70% of the time, the tile 19%). Declared-range operands too, whose values are
-  // the bytes as they lie; requantized ones are requantized as they are packed.
+  // the bytes as they lie; and operands requantized to the 8-bit values they stand for
+  // (scale_requantized), where the kernel requantizes the rhs columns as it reads them and the
+  // lhs rows are copied requantized.
+  const bool direct_requantized = scale_requantized && kernel.direct_rhs_requantizing != nullptr &&
+                                  rows <= kRequantizingDirectRhsRows;
   const bool direct =
-      kernel.direct_rhs != nullptr && single_row_part && lhs_requantization == nullptr &&
-      rhs_requantization == nullptr && rhs.order == Order::kColMajor &&
-      (rows <= kShortDirectRhsRows ||
-       (rows <= kernel.direct_rhs_deep_rows && depth >= kernel.direct_rhs_deep_depth));
+      kernel.direct_rhs != nullptr && single_row_part && rhs.order == Order::kColMajor &&
+      ((lhs_requantization == nullptr && rhs_requantization == nullptr &&
+        (rows <= kShortDirectRhsRows ||
+         (rows <= kernel.direct_rhs_deep_rows && depth >= kernel.direct_rhs_deep_depth))) ||
+       direct_requantized);
   // Declared ranges are checked before anything is written. The direct product checks its rhs
   // as it reads it, where one worker computes the whole result as one block before writing it
   // (whose accumulators take at most an L2, four times the usual block): a separate pass over a
@@ -1226,6 +1278,9 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   task.lhs_requantization = lhs_requantization;
   task.rhs_requantization = rhs_requantization;
   task.scale_requantized = scale_requantized;
+  if (direct && rhs_requantization != nullptr) {
+    task.direct_rhs_requantizing = kernel.direct_rhs_requantizing;
+  }
   task.resolved_kernel = resolved_kernel;
   task.requantize_width = requantize_width;
   task.context_state = &state;

@@ -179,10 +179,24 @@ using DirectRhsFunction = void (*)(const void* lhs, std::ptrdiff_t lhs_stride, i
                                    const MatrixView& rhs_columns, int first_column, int cols,
                                    std::int32_t* acc, int acc_stride, std::int32_t* col_sums,
                                    RangeBits* range);
+// The same product of an rhs requantized as it is read (no range): rhs_columns is the rhs seen
+// transposed as a RequantizingPackFunction's `source`, `requantization` gives column
+// first_column's offsets (its phases first), and rhs(j, d) is the value the kernel's
+// pack_rhs_requantizing would store. At most kRequantizingDirectRhsRows rows.
+using DirectRhsRequantizingFunction = void (*)(const void* lhs, std::ptrdiff_t lhs_stride, int rows,
+                                               int depth, const MatrixView& rhs_columns,
+                                               const PackRequantization& requantization,
+                                               int first_column, int cols, std::int32_t* acc,
+                                               int acc_stride, std::int32_t* col_sums);
 // The most lhs rows the driver gives a DirectRhsFunction: kShortDirectRhsRows for any depth, and
 // up to KernelImplementation::direct_rhs_deep_rows for deep products.
 constexpr int kShortDirectRhsRows = 8;
 constexpr int kMaxDirectRhsRows = 16;
+// The most lhs rows the driver gives a DirectRhsRequantizingFunction. Past four rows the product
+// holds fewer columns at a time, each requantized for fewer products, and packing the requantized
+// rhs was as fast (1 x 1, 2 x 2 and 4 x 4 bits at 5 to 8 x 1024 x 1024), where the product took
+// 0.46 to 0.73 of its time at 1 to 4 rows.
+constexpr int kRequantizingDirectRhsRows = 4;
 
 // Lines of finished sums (offset terms owed: one per line and one per entry along the lines,
 // or none along them where packing cancels the other operand's offset) that a kernel writes as
@@ -354,6 +368,9 @@ struct KernelImplementation {
   // null.
   CheckingPackFunction pack_lhs_checking = nullptr;
   CheckingPackFunction pack_rhs_checking = nullptr;
+  // Where the kernel has one: direct_rhs for an rhs requantized along its columns, which the
+  // driver then need not pack for a short lhs. Or null.
+  DirectRhsRequantizingFunction direct_rhs_requantizing = nullptr;
 };
 
 const KernelImplementation& ReferenceKernel();
@@ -383,6 +400,11 @@ void DirectRhsAvx512Vnni(const void* lhs, std::ptrdiff_t lhs_stride, int rows, i
                          const MatrixView& rhs_columns, int first_column, int cols,
                          std::int32_t* acc, int acc_stride, std::int32_t* col_sums,
                          RangeBits* range);
+void DirectRhsRequantizingAvx512Vnni(const void* lhs, std::ptrdiff_t lhs_stride, int rows,
+                                     int depth, const MatrixView& rhs_columns,
+                                     const PackRequantization& requantization, int first_column,
+                                     int cols, std::int32_t* acc, int acc_stride,
+                                     std::int32_t* col_sums);
 // Call only where AmxSupported() (kernel_amx.cc): the AMX tile kernel for 8-bit operands.
 const KernelImplementation& AmxKernel();
 // Whether the CPU has AMX-TILE and AMX-INT8 and the OS lets this process use the tile registers

@@ -747,7 +747,8 @@ const KernelImplementation& Avx512VnniKernel() {
                                                    kMaxDirectRhsRows,
                                                    1024,
                                                    &PackLhsCheckingAvx512Vnni,
-                                                   &PackRhsCheckingAvx512Vnni};
+                                                   &PackRhsCheckingAvx512Vnni,
+                                                   &DirectRhsRequantizingAvx512Vnni};
   return implementation;
 }
 

@@ -162,6 +162,13 @@ class RequantizingLineReader {
   }
   bool OneBitUnshifted() const { return requantization_.scale == 1 && !shifts_ && !scales_; }
 
+  // factor * q + delta for each q < 16, in every 128-bit lane (vpshufb looks up within lanes).
+  static __m512i ScaledValues(std::uint8_t factor, std::int8_t delta) {
+    alignas(16) std::uint8_t table[16];
+    for (int q = 0; q < 16; ++q) table[q] = static_cast<std::uint8_t>(q * factor + delta);
+    return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(table)));
+  }
+
  private:
   const std::uint8_t* PhasesOf(int line) const {
     return requantization_.phases + line * requantization_.phase_stride;
@@ -178,13 +185,6 @@ class RequantizingLineReader {
     // at most 15: the values index a table of 16 bytes, in place of the shift's addition.
     if (scales_) return _mm512_maskz_shuffle_epi8(in_depth, scaled_values_, requantized);
     return shifts_ ? _mm512_maskz_add_epi8(in_depth, requantized, delta_) : requantized;
-  }
-
-  // factor * q + delta for each q < 16, in every 128-bit lane (vpshufb looks up within lanes).
-  static __m512i ScaledValues(std::uint8_t factor, std::int8_t delta) {
-    alignas(16) std::uint8_t table[16];
-    for (int q = 0; q < 16; ++q) table[q] = static_cast<std::uint8_t>(q * factor + delta);
-    return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(table)));
   }
 
   const std::uint8_t* lines_;
