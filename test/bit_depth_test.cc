@@ -445,12 +445,13 @@ TEST_P(BitDepthGemmTest, DeepLinesAlongTheDepthInEveryTypeAndPartialPanel) {
   }
 }
 
-// A short lhs against an rhs whose columns run along the depth, both requantized to bit depths
-// whose values scale to 8-bit ones (1, 2, 4 and 8 bits): the AVX-512 VNNI kernel requantizes the
-// rhs as its direct product reads it, every form (a compare for 1 bit, a table for 2 and 4, the
-// values as they are for 8). Rows on either side of the driver's limit for it, depths with and
-// without a tail, within one block of the rounding sequence and straddling several, every type
-// pair, lhs offsets that need the column sums and a uint8 lhs with offset -128, which does not.
+// A short lhs against an rhs whose columns run along the depth, both requantized: the AVX-512
+// VNNI kernel requantizes the rhs as its direct product reads it, every form (a compare for 1
+// bit, a table for 2 and 4 bits scaled to the 8-bit values they stand for, the values plus a
+// shift otherwise), and the writer rescales by terms from its column sums where the bit depths
+// leave a rescale (7 x 5, 3 x 6). Rows on either side of the driver's limit for it, depths with
+// and without a tail, within one block of the rounding sequence and straddling several, every
+// type pair, lhs offsets that need the column sums and a uint8 lhs with offset -128.
 TEST_P(BitDepthGemmTest, ShortLhsAgainstRequantizedRhsColumns) {
   const BitDepthParams all_params[] = {
       {1, 1, BitDepthRounding::kXorshift, 3, BitDepthMode::kRequantize},
@@ -458,7 +459,9 @@ TEST_P(BitDepthGemmTest, ShortLhsAgainstRequantizedRhsColumns) {
       {4, 4, BitDepthRounding::kNearest, 5, BitDepthMode::kRequantize},
       {2, 1, BitDepthRounding::kAuto, 6, BitDepthMode::kRequantize},
       {8, 4, BitDepthRounding::kXorshift, 7, BitDepthMode::kRequantize},
-      {1, 8, BitDepthRounding::kAddMod97, 8, BitDepthMode::kRequantize}};
+      {1, 8, BitDepthRounding::kAddMod97, 8, BitDepthMode::kRequantize},
+      {7, 5, BitDepthRounding::kXorshift, 9, BitDepthMode::kRequantize},
+      {3, 6, BitDepthRounding::kNearest, 10, BitDepthMode::kRequantize}};
   constexpr std::int32_t kCancellingOffset = -128;
   std::uint32_t step = 0;
   for (const BitDepthParams& params : all_params) {

@@ -392,28 +392,29 @@ struct GemmTask {
   }
 
   // The direct product's copy of lhs rows [row_start, row_start + rows), requantized (at most
-  // requantize_width rows, scale_requantized): each value as the kernel's requantizing packer
-  // stores it, the 8-bit value it stands for shifted for the packed type, and their sums.
+  // requantize_width rows), with their rescale terms where the task owes them and has not set
+  // them: each value as the kernel's requantizing packer stores it (scaled to the 8-bit value it
+  // stands for where scale_requantized), shifted for the packed type, and their sums.
   void CopyRequantizedLhsRows(const WorkerScratch& scratch, int row_start, int rows,
                               std::ptrdiff_t row_stride, std::int8_t* out) const {
     const LineRequantization& r = *lhs_requantization;
     const int depth = lhs.cols;
     const RequantizeScratch memory =
         RequantizeScratch::In(scratch.requantize, requantize_width, depth);
-    const MatrixView values =
-        RequantizedView(RequantizePanel(r, row_start, rows, memory, false), memory.values);
-    const int factor = 255 / ((1 << r.bits) - 1);
-    const int shift = PackedValueShift(kernel.format.lhs_type, lhs);
-    for (int i = 0; i < rows; ++i) {
-      const std::uint8_t* requantized = memory.values + i * values.stride;
-      std::int8_t* row = out + i * row_stride;
-      std::int32_t sum = 0;
-      for (int d = 0; d < depth; ++d) {
-        row[d] = static_cast<std::int8_t>(requantized[d] * factor - shift);
-        sum += row[d];
+    // The requantized values, of the bit depth `lhs` declares, as PackLines packs them.
+    MatrixView values = RequantizedView(
+        RequantizePanel(r, row_start, rows, memory, rescale != nullptr && !lhs_terms_set),
+        memory.values);
+    values.bits = lhs.bits;
+    if (scale_requantized) {
+      const int factor = 255 / ((1 << r.bits) - 1);
+      std::uint8_t* const end = memory.values + static_cast<std::ptrdiff_t>(rows) * depth;
+      for (std::uint8_t* value = memory.values; value != end; ++value) {
+        *value = static_cast<std::uint8_t>(*value * factor);
       }
-      scratch.row_sums[i] = sum;
     }
+    CopyLhsRows<std::uint8_t>(values, 0, rows, kernel.format.lhs_type, row_stride, out,
+                              scratch.row_sums);
   }
 
   // Where the direct product's lhs copy starts in `scratch`: where the rhs columns start within
@@ -441,13 +442,17 @@ struct GemmTask {
     for (int block_start = col_start; block_start < col_start + cols; block_start += block_width) {
       const int block_cols = std::min(block_width, col_start + cols - block_start);
       if (direct_rhs != nullptr) {
-        // The column sums count only through the lhs offsets: where these are all zero (a
-        // uint8 lhs with offset -128), the product skips them, a ninth of its vpdpbusd on 8 rows
-        // and half on 1.
+        // The column sums count only through their factor in the separable terms, else through
+        // the lhs offsets: where that is zero (a uint8 lhs with offset -128), the product skips
+        // them, a ninth of its vpdpbusd on 8 rows and half on 1. A requantized rhs's rescale
+        // terms need them too.
         std::int32_t* const col_sums = shared.col_sums + block_start;
         const std::int32_t* const lhs_offsets = shared.lhs_offsets + row_start;
         const bool sum_columns =
-            std::any_of(lhs_offsets, lhs_offsets + rows, [](std::int32_t a) { return a != 0; });
+            (rescale != nullptr && rhs_requantization != nullptr) ||
+            (separable_terms ? separable.col_factor != 0
+                             : std::any_of(lhs_offsets, lhs_offsets + rows,
+                                           [](std::int32_t a) { return a != 0; }));
         if (!sum_columns) std::fill_n(col_sums, block_cols, 0);
         const int first_column = chunk_start + block_start;
         if (direct_rhs_requantizing != nullptr) {
@@ -457,6 +462,13 @@ struct GemmTask {
           direct_rhs_requantizing(DirectLhs(scratch), DirectLhsStride(depth), rows, depth,
                                   rhs_transposed, columns, first_column, block_cols, scratch.acc,
                                   acc_stride, sum_columns ? col_sums : nullptr);
+          if (rescale != nullptr) {
+            // The requantized values' column sums, from the packed values' (as PackLines).
+            const std::int64_t shift = PackedValueShift(kernel.format.rhs_type, rhs_transposed);
+            for (int j = 0; j < block_cols; ++j) {
+              SetTerm(*rhs_requantization, first_column + j, col_sums[j] + depth * shift);
+            }
+          }
         } else {
           direct_rhs(DirectLhs(scratch), DirectLhsStride(depth), rows, depth, rhs_transposed,
                      first_column, block_cols, scratch.acc, acc_stride,
@@ -1156,11 +1168,13 @@ void RunGemm(Context& context, const MatrixView& result_lhs, const MatrixView& r
   // A short lhs against an rhs whose columns hold their depth values adjacent: the kernel reads
   // the rhs where it lies. Packing it would cost several times the product (1 x 1024 x 1024:
   // packing took 70% of the time, the tile 19%). Declared-range operands too, whose values are
-  // the bytes as they lie; and operands requantized to the 8-bit values they stand for
-  // (scale_requantized), where the kernel requantizes the rhs columns as it reads them and the
-  // lhs rows are copied requantized.
-  const bool direct_requantized = scale_requantized && kernel.direct_rhs_requantizing != nullptr &&
-                                  rows <= kRequantizingDirectRhsRows;
+  // the bytes as they lie; and requantized ones of fewer rows, where the kernel requantizes the
+  // rhs columns as it reads them and the lhs rows are copied requantized.
+  const bool direct_requantized =
+      (lhs_requantization != nullptr || rhs_requantization != nullptr) &&
+      (rhs_requantization == nullptr ||
+       RequantizedAsPacked(kernel.pack_rhs_requantizing, *rhs_requantization)) &&
+      kernel.direct_rhs_requantizing != nullptr && rows <= kRequantizingDirectRhsRows;
   const bool direct =
       kernel.direct_rhs != nullptr && single_row_part && rhs.order == Order::kColMajor &&
       ((lhs_requantization == nullptr && rhs_requantization == nullptr &&
