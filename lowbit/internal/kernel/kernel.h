@@ -194,8 +194,8 @@ constexpr int kShortDirectRhsRows = 8;
 constexpr int kMaxDirectRhsRows = 16;
 // The most lhs rows the driver gives a DirectRhsRequantizingFunction. Past four rows the product
 // holds fewer columns at a time, each requantized for fewer products, and packing the requantized
-// rhs was as fast (1 x 1, 2 x 2 and 4 x 4 bits at 5 to 8 x 1024 x 1024), where the product took
-// 0.46 to 0.73 of its time at 1 to 4 rows.
+// rhs was as fast (1 x 1, 2 x 2, 4 x 4 and 7 x 5 bits at 5 to 8 x 1024 x 1024), where the
+// product took 0.46 to 0.77 of its time at 1 to 4 rows.
 constexpr int kRequantizingDirectRhsRows = 4;
 
 // Lines of finished sums (offset terms owed: one per line and one per entry along the lines,
