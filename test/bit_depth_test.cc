@@ -332,9 +332,9 @@ class BitDepthGemmTest : public testing::TestWithParam<PathSetting> {
   void SetUp() override { Configure(&context_, GetParam()); }
 
   // Runs the GEMM (int32 result and a uint8 pipeline; plain and prepacked rhs) and compares
-  // every entry with ReferenceBitDepthResult.
+  // every entry with ReferenceBitDepthResult. With uniform_lhs_offset, the lhs offset is that
+  // one (uniform) whatever the index says.
   template <typename Lhs, typename Rhs>
-  // With uniform_lhs_offset, the lhs offset is that one (uniform) whatever the index says.
   void Check(const Shape& shape, std::uint32_t index, const BitDepthParams& params,
              const std::int32_t* uniform_lhs_offset = nullptr) {
     std::mt19937 random(index);
