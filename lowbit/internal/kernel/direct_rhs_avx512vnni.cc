@@ -277,16 +277,17 @@ __m512i DirectColumns(const std::int8_t* lhs, std::ptrdiff_t lhs_stride, int dep
   return columns.RangeBitsFound();
 }
 
-// The direct product of at most kShortDirectRhsRows rows against `cols` columns, the columns from
-// j on being `columns_from(j)`: four columns at a time for up to four rows, three for up to six,
-// two for more, so that the accumulators, a step's rhs values and the constants (and the range
-// check's two) stay within the 32 zmm registers. Returns the range bits the columns found.
-template <bool kSumColumns, typename ColumnsFrom>
+// The direct product of at most kMaxRows (up to kShortDirectRhsRows) rows against `cols` columns,
+// the columns from j on being `columns_from(j)`: four columns at a time for up to four rows, three
+// for up to six, two for more, so that the accumulators, a step's rhs values and the constants (and
+// the range check's two) stay within the 32 zmm registers. Returns the range bits the columns
+// found.
+template <int kMaxRows, bool kSumColumns, typename ColumnsFrom>
 __m512i DirectShortLhs(const std::int8_t* lhs, std::ptrdiff_t lhs_stride, int rows, int depth,
                        int cols, ColumnsFrom columns_from, std::int32_t* acc, int acc_stride,
                        std::int32_t* col_sums) {
   __m512i range_bits = _mm512_setzero_si512();
-  ForRowCount<kShortDirectRhsRows>(rows, [&](auto row_count) {
+  ForRowCount<kMaxRows>(rows, [&](auto row_count) {
     constexpr int kRows = decltype(row_count)::value;
     constexpr int kCols = kRows <= 4 ? 4 : kRows <= 6 ? 3 : 2;
     // No offset from a null col_sums.
@@ -350,7 +351,7 @@ void DirectRhsAvx512Vnni(const void* lhs, std::ptrdiff_t lhs_stride, int rows, i
   // 8 x 1024 x 1024.
   const auto run = [&](auto sum_columns, auto shifted, auto check_range) {
     using Columns = ColumnsAsTheyLie<decltype(shifted)::value, decltype(check_range)::value>;
-    return DirectShortLhs<decltype(sum_columns)::value>(
+    return DirectShortLhs<kShortDirectRhsRows, decltype(sum_columns)::value>(
         lhs_values, lhs_stride, rows, depth, cols,
         [&](int j) { return Columns(rhs + j * stride, stride, delta, range_bias); }, acc,
         acc_stride, col_sums);
@@ -381,7 +382,7 @@ void DirectRhsRequantizingAvx512Vnni(const void* lhs, std::ptrdiff_t lhs_stride,
   const auto delta = static_cast<std::int8_t>(-PackedValueShift(PackedType::kUint8, rhs_columns));
   const auto run = [&](auto sum_columns, auto form) {
     using Columns = RequantizedColumns<decltype(form)::value>;
-    DirectShortLhs<decltype(sum_columns)::value>(
+    DirectShortLhs<kRequantizingDirectRhsRows, decltype(sum_columns)::value>(
         lhs_values, lhs_stride, rows, depth, cols,
         [&](int j) {
           PackRequantization from_j = requantization;
