@@ -314,8 +314,7 @@ struct GemmTask {
       return;
     }
     const LineRequantization& r = *requantization;
-    const RequantizeScratch memory =
-        RequantizeScratch::In(scratch.requantize, requantize_width, depth);
+    const RequantizeScratch memory = RequantizeMemory(scratch);
     if (RequantizedAsPacked(packing.pack_requantizing, r)) {
       // As many whole panels a call as the scratch has room for the lines' sums: the AVX-512
       // VNNI kernel's lhs packer steps two 8-row panels at once.
@@ -345,6 +344,11 @@ struct GemmTask {
       packing.pack(requantized, 0, panel_lines, 0, depth,
                    packed + first / packing.width * packing.panel_bytes, sums + first);
     }
+  }
+
+  // A worker's memory for requantizing up to requantize_width lines.
+  RequantizeScratch RequantizeMemory(const WorkerScratch& scratch) const {
+    return RequantizeScratch::In(scratch.requantize, requantize_width, lhs.cols);
   }
 
   // How a kernel's packer or direct product requantizes lines [first, first + count) of `r` as
@@ -382,8 +386,7 @@ struct GemmTask {
   // Sets the rescale terms of every lhs row (requantizing them for their sums) before tasks
   // that share rows run side by side.
   void SetLhsTerms() {
-    const RequantizeScratch memory =
-        RequantizeScratch::In(layout.Worker(scratch, 0).requantize, requantize_width, lhs.cols);
+    const RequantizeScratch memory = RequantizeMemory(layout.Worker(scratch, 0));
     for (int line = 0; line < lhs.rows; line += requantize_width) {
       RequantizePanel(*lhs_requantization, line, std::min(requantize_width, lhs.rows - line),
                       memory, true);
@@ -399,8 +402,7 @@ struct GemmTask {
                               std::ptrdiff_t row_stride, std::int8_t* out) const {
     const LineRequantization& r = *lhs_requantization;
     const int depth = lhs.cols;
-    const RequantizeScratch memory =
-        RequantizeScratch::In(scratch.requantize, requantize_width, depth);
+    const RequantizeScratch memory = RequantizeMemory(scratch);
     // The requantized values, of the bit depth `lhs` declares, as PackLines packs them.
     MatrixView values = RequantizedView(
         RequantizePanel(r, row_start, rows, memory, rescale != nullptr && !lhs_terms_set),
@@ -457,8 +459,7 @@ struct GemmTask {
         const int first_column = chunk_start + block_start;
         if (direct_rhs_requantizing != nullptr) {
           const PackRequantization columns = PackRequantizationOf(
-              *rhs_requantization, first_column, block_cols,
-              RequantizeScratch::In(scratch.requantize, requantize_width, depth));
+              *rhs_requantization, first_column, block_cols, RequantizeMemory(scratch));
           direct_rhs_requantizing(DirectLhs(scratch), DirectLhsStride(depth), rows, depth,
                                   rhs_transposed, columns, first_column, block_cols, scratch.acc,
                                   acc_stride, sum_columns ? col_sums : nullptr);
