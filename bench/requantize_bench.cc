@@ -6,10 +6,10 @@
 //   requantize/<kernel>/<lines>x<depth>/<rounding>   rounding: nearest or xorshift
 // And the kernel's rhs packer on the same lines, as they are and, where the kernel requantizes as
 // it packs (KernelImplementation::pack_rhs_requantizing), requantized to 4 bits as it reads them
-// (add-mod-97, the offsets' table read by the packer), stored as the 8-bit values they stand for,
-// as the 8-bit tile of a requantized 4 x 4-bit GEMM takes them; a call per lines of the driver's
-// requantizing scratch, as the driver packs them, with the blocks' phases hashed beforehand, as
-// a context keeps them from one GEMM to the next.
+// (add-mod-97), stored as the 8-bit values they stand for, as the 8-bit tile of a requantized
+// 4 x 4-bit GEMM takes them. Both packers take a call per scratch's worth of lines
+// (max(lhs_rows, rhs_cols), 32 with AVX-512 VNNI), as the driver requantizes them, the blocks'
+// phases hashed beforehand, as a context keeps them from one GEMM to the next.
 //   pack/<kernel>/<lines>x<depth>/<plain|requantized>
 #include <benchmark/benchmark.h>
 
@@ -92,8 +92,8 @@ void RegisterPacking(lowbit::Kernel kernel, int lines, int depth, bool requantiz
                                   depth,
                                   lowbit::Order::kRowMajor,
                                   depth};
-  pass->work.resize((internal::RequantizeWorkBytes(view) + 3) / 4);
   if (requantized) {
+    pass->work.resize((internal::RequantizeWorkBytes(view) + 3) / 4);
     pass->phases.resize(internal::PhasesBytes(view));
     internal::HashPhases(kernel, view, 1, internal::Operand::kRhs, pass->phases.data());
   }
