@@ -75,16 +75,16 @@ void RegisterPacking(lowbit::Kernel kernel, int lines, int depth, bool requantiz
   const internal::KernelImplementation& implementation = internal::GetKernelImplementation(kernel);
   const internal::KernelFormat& format = implementation.format;
   const int panel_lines = format.rhs_cols;
-  const std::size_t panel_bytes = internal::PackedBytes(
-      format.rhs_type,
-      static_cast<std::int64_t>(panel_lines) *
-          ((depth + format.depth_group - 1) / format.depth_group * format.depth_group));
+  const std::size_t panel_bytes =
+      internal::PackedBytes(format.rhs_type, static_cast<std::int64_t>(panel_lines) *
+                                                 internal::RoundUp(depth, format.depth_group));
   // The driver's requantizing scratch holds max(lhs_rows, rhs_cols) lines; whole panels of them.
   const int call_lines = std::max(format.lhs_rows, format.rhs_cols) / panel_lines * panel_lines;
   const std::size_t count = static_cast<std::size_t>(lines) * depth;
   auto pass = std::make_shared<Pass>();
   pass->source = RandomValues<std::uint8_t>(count, 0, 255, 5);
-  pass->out.resize((static_cast<std::size_t>(lines) + panel_lines) / panel_lines * panel_bytes);
+  pass->out.resize(static_cast<std::size_t>(internal::RoundUp(lines, panel_lines) / panel_lines) *
+                   panel_bytes);
   pass->sums.resize(static_cast<std::size_t>(lines));
   const internal::MatrixView view{pass->source.data(),
                                   internal::ElementType::kUint8,
